@@ -1,0 +1,155 @@
+//! Building the application from its configuration, and running it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::config::Config;
+use crate::domain::access::AccessRecorder;
+use crate::domain::ingest::IngestConfig;
+use crate::domain::memories::Memories;
+use crate::domain::slicing::SliceLimits;
+use crate::http::{self, AppState, HttpConfig, auth::Auth};
+use crate::storage::blob::BlobStore;
+use crate::storage::blob::fs::FsBlobStore;
+use crate::storage::meta::MetaStore;
+use crate::storage::meta::sqlite::SqliteMetaStore;
+
+/// A built application: its state and the background work to stop with it.
+pub struct App {
+    /// Shared state for the router.
+    pub state: AppState,
+    access: Arc<AccessRecorder>,
+    flusher: tokio::task::JoinHandle<()>,
+}
+
+impl App {
+    /// Opens the stores the configuration names.
+    pub async fn build(config: &Config) -> anyhow::Result<Self> {
+        config.validate().map_err(anyhow::Error::msg)?;
+        let auth = Auth::parse(config.api_keys.as_deref()).map_err(anyhow::Error::msg)?;
+        std::fs::create_dir_all(&config.data_dir).with_context(|| {
+            format!("cannot create data directory {}", config.data_dir.display())
+        })?;
+        let meta: Arc<dyn MetaStore> = open_meta(&config.database_url()).await?;
+        let blobs: Arc<dyn BlobStore> = open_blobs(config)?;
+        let access = Arc::new(AccessRecorder::default());
+        let flusher = access.spawn_flusher(meta.clone(), Duration::from_secs(1));
+        let memories = Memories::new(
+            meta.clone(),
+            blobs.clone(),
+            IngestConfig {
+                frame_bytes: config.frame_bytes,
+                zstd_level: config.zstd_level,
+                raw_inline_max: config.inline_max_bytes,
+                inline_object_max: config.inline_object_max_bytes,
+                max_upload_bytes: config.max_upload_bytes,
+                parallelism: std::thread::available_parallelism()
+                    .map_or(2, |n| n.get())
+                    .max(2),
+            },
+            SliceLimits {
+                max_lines: config.max_slice_lines,
+                max_bytes: config.max_slice_bytes,
+                default_lines: config.default_slice_lines,
+                chunk_bytes: config.chunk_bytes,
+            },
+            access.clone(),
+        );
+        let state = AppState {
+            memories: Arc::new(memories),
+            meta,
+            blobs,
+            auth: Arc::new(auth),
+            config: Arc::new(HttpConfig {
+                max_json_bytes: config.max_json_bytes,
+            }),
+        };
+        Ok(Self {
+            state,
+            access,
+            flusher,
+        })
+    }
+
+    /// The router over this application's state.
+    pub fn router(&self) -> axum::Router {
+        http::router(self.state.clone())
+    }
+
+    /// Writes pending read statistics and closes the stores.
+    pub async fn shutdown(self) {
+        self.flusher.abort();
+        self.access.flush(self.state.meta.as_ref()).await;
+        self.state.meta.close().await;
+    }
+}
+
+async fn open_meta(url: &str) -> anyhow::Result<Arc<dyn MetaStore>> {
+    if url.starts_with("sqlite:") {
+        let store = SqliteMetaStore::open(url)
+            .await
+            .with_context(|| format!("cannot open metadata store {url}"))?;
+        return Ok(Arc::new(store));
+    }
+    bail!("unsupported metadata store URL `{url}`: this build supports sqlite://")
+}
+
+fn open_blobs(config: &Config) -> anyhow::Result<Arc<dyn BlobStore>> {
+    let (root, tmp) = match config.blob_url.as_deref() {
+        None => (config.data_dir.join("blobs"), config.data_dir.join("tmp")),
+        Some(url) => match url.strip_prefix("file://") {
+            // Temp files must be on the objects' file system so that linking them in is atomic.
+            Some(path) => (PathBuf::from(path), PathBuf::from(path).join(".tmp")),
+            None => bail!("unsupported blob store URL `{url}`: this build supports file://"),
+        },
+    };
+    let (store, removed) = FsBlobStore::open(root.clone(), tmp)
+        .with_context(|| format!("cannot open blob store at {}", root.display()))?;
+    if removed > 0 {
+        tracing::info!(removed, "removed leftover temp files from an earlier run");
+    }
+    Ok(Arc::new(store))
+}
+
+/// Runs the service until SIGINT or SIGTERM.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let app = App::build(&config).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let local = listener.local_addr()?;
+    if !app.state.auth.enabled() {
+        tracing::warn!("no API keys configured: every caller shares the `default` namespace");
+    }
+    tracing::info!(address = %local, data_dir = %config.data_dir.display(), "cairn listening");
+    http::serve(listener, app.router(), shutdown_signal()).await?;
+    tracing::info!("shutting down");
+    tokio::time::timeout(http::SHUTDOWN_GRACE, app.shutdown())
+        .await
+        .ok();
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

@@ -1,0 +1,132 @@
+//! Configuration: `cairn serve` flags, each with its `CAIRN_*` variable (a flag wins).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// The `cairn` command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "cairn",
+    version,
+    about = "A memory store for LLM agents",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Server settings when no subcommand is given.
+    #[command(flatten)]
+    pub serve: Config,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the HTTP service.
+    Serve(Config),
+    /// Print the OpenAPI document (as committed in openapi/openapi.json).
+    Openapi,
+}
+
+/// Everything `cairn serve` can be told.
+#[derive(Args, Clone, Debug)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "CAIRN_LISTEN", default_value = "127.0.0.1:8077")]
+    pub listen: SocketAddr,
+    /// Directory for the metadata database, objects and temp files.
+    #[arg(long, env = "CAIRN_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Metadata store URL (default: sqlite://<data-dir>/meta.sqlite).
+    #[arg(long, env = "CAIRN_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Blob store URL (default: file://<data-dir>/blobs).
+    #[arg(long, env = "CAIRN_BLOB_URL")]
+    pub blob_url: Option<String>,
+    /// API keys: `key:namespace[:admin],...`. Without keys, one open `default` namespace.
+    #[arg(long, env = "CAIRN_API_KEYS", hide_env_values = true)]
+    pub api_keys: Option<String>,
+    /// Allow binding a non-loopback address without API keys.
+    #[arg(long, env = "CAIRN_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+    /// zstd level of stored frames (1-19).
+    #[arg(long, env = "CAIRN_ZSTD_LEVEL", default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
+    pub zstd_level: i32,
+    /// Content bytes per zstd frame.
+    #[arg(long, env = "CAIRN_FRAME_BYTES", default_value_t = 1 << 20)]
+    pub frame_bytes: usize,
+    /// Content up to this size is stored uncompressed in the metadata store.
+    #[arg(long, env = "CAIRN_INLINE_MAX_BYTES", default_value_t = 2048)]
+    pub inline_max_bytes: usize,
+    /// Compressed objects up to this size are stored in the metadata store.
+    #[arg(long, env = "CAIRN_INLINE_OBJECT_MAX_BYTES", default_value_t = 64 << 10)]
+    pub inline_object_max_bytes: usize,
+    /// Most lines in one line slice.
+    #[arg(long, env = "CAIRN_MAX_SLICE_LINES", default_value_t = 2000)]
+    pub max_slice_lines: u64,
+    /// Most bytes in one slice.
+    #[arg(long, env = "CAIRN_MAX_SLICE_BYTES", default_value_t = 64 << 10)]
+    pub max_slice_bytes: u64,
+    /// Lines served when a line slice names no end.
+    #[arg(long, env = "CAIRN_DEFAULT_SLICE_LINES", default_value_t = 200)]
+    pub default_slice_lines: u64,
+    /// Target chunk size for `/chunks/{n}`.
+    #[arg(long, env = "CAIRN_CHUNK_BYTES", default_value_t = 32 << 10)]
+    pub chunk_bytes: u64,
+    /// Largest accepted upload in bytes (default: no limit but the disk).
+    #[arg(long, env = "CAIRN_MAX_UPLOAD_BYTES")]
+    pub max_upload_bytes: Option<u64>,
+    /// Largest JSON request body in bytes.
+    #[arg(long, env = "CAIRN_MAX_JSON_BYTES", default_value_t = 64 << 20)]
+    pub max_json_bytes: usize,
+    /// Log format: `text` or `json`.
+    #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+impl Config {
+    /// Defaults (as if no flag and no variable were given) over a data directory.
+    pub fn with_data_dir(data_dir: impl Into<PathBuf>) -> Self {
+        let mut config = Cli::parse_from(["cairn"]).serve;
+        config.data_dir = data_dir.into();
+        config
+    }
+
+    /// Checks the settings against each other.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(64..=(16 << 20)).contains(&self.frame_bytes) {
+            return Err("frame bytes must be between 64 and 16 MiB".into());
+        }
+        if self.max_slice_lines == 0 || self.default_slice_lines == 0 {
+            return Err("slice line limits must be at least 1".into());
+        }
+        if self.max_slice_bytes < 16 {
+            return Err("max slice bytes must be at least 16".into());
+        }
+        if self.chunk_bytes == 0
+            || self.chunk_bytes + (self.chunk_bytes / 4).min(8192) > self.max_slice_bytes
+        {
+            return Err("chunk bytes (plus a quarter, at most 8 KiB, for line alignment) must fit in max slice bytes".into());
+        }
+        if !self.listen.ip().is_loopback()
+            && self.api_keys.as_deref().is_none_or(str::is_empty)
+            && !self.insecure_no_auth
+        {
+            return Err(format!(
+                "refusing to listen on {} without API keys: set CAIRN_API_KEYS (key:namespace,...) or pass --insecure-no-auth",
+                self.listen
+            ));
+        }
+        Ok(())
+    }
+
+    /// The metadata store URL in force.
+    pub fn database_url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("meta.sqlite").display()))
+    }
+}

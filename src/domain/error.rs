@@ -1,0 +1,73 @@
+//! Errors of the domain layer; the HTTP layer maps each to a status and a JSON body.
+
+use crate::storage::StorageError;
+
+/// Everything a domain operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum DomainError {
+    /// The text given as an id is not one.
+    #[error("{0}")]
+    InvalidId(String),
+    /// A prefix matches more than one memory of the namespace.
+    #[error("id prefix `{0}` matches more than one memory: give more characters")]
+    AmbiguousId(String),
+    /// No memory with this id (or prefix) in the caller's namespace.
+    #[error("no memory `{0}` in this namespace")]
+    NotFound(String),
+    /// A pointer URI that does not parse.
+    #[error("{0}")]
+    InvalidUri(String),
+    /// A range outside the content or malformed.
+    #[error("{0}")]
+    InvalidRange(String),
+    /// A slice larger than the configured guardrail.
+    #[error("{message}")]
+    SliceTooLarge {
+        /// Which limit (`max_slice_lines` or `max_slice_bytes`).
+        limit: &'static str,
+        /// The configured maximum.
+        max: u64,
+        /// What was asked for.
+        requested: u64,
+        /// A sentence for the client.
+        message: String,
+    },
+    /// A field of the request is not acceptable.
+    #[error("{field}: {message}")]
+    InvalidField {
+        /// The offending field.
+        field: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The upload is larger than allowed.
+    #[error("content exceeds the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// The configured maximum in bytes.
+        limit: u64,
+    },
+    /// Reading the request body failed (client went away, bad chunking, ...).
+    #[error("could not read the request body: {0}")]
+    Body(String),
+    /// Stored data failed its checksum or hash: never served as content.
+    #[error("memory {id} is corrupt: {detail}")]
+    Corrupt {
+        /// The memory (content hash) whose object failed verification.
+        id: String,
+        /// Which check failed.
+        detail: String,
+    },
+    /// A storage backend failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl DomainError {
+    /// Shorthand for an invalid field.
+    pub fn field(field: &'static str, message: impl Into<String>) -> Self {
+        Self::InvalidField {
+            field,
+            message: message.into(),
+        }
+    }
+}

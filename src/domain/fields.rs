@@ -1,0 +1,156 @@
+//! Validation of the descriptive fields a client gives at put.
+
+use super::DomainError;
+use crate::storage::meta::MemoryFields;
+
+/// Type given when the client names none.
+pub const DEFAULT_TYPE: &str = "TOOL_OUTPUT";
+/// Media type given when the client names none.
+pub const DEFAULT_MIME: &str = "text/plain";
+
+/// Fields as received, before validation.
+#[derive(Clone, Debug, Default)]
+pub struct FieldsInput {
+    /// Memory type (TOOL_OUTPUT, WEB_SCRAPE, ...); upper-cased.
+    pub kind: Option<String>,
+    /// Subtype, usually the tool name.
+    pub subtype: Option<String>,
+    /// Media type.
+    pub mime: Option<String>,
+    /// Title.
+    pub title: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Thread link.
+    pub thread: Option<String>,
+    /// Checkpoint link.
+    pub checkpoint: Option<String>,
+    /// Directory link.
+    pub directory: Option<String>,
+}
+
+impl FieldsInput {
+    /// Checks every field, naming the first one that is wrong.
+    pub fn validate(self) -> Result<MemoryFields, DomainError> {
+        let kind = match self.kind.filter(|k| !k.is_empty()) {
+            None => DEFAULT_TYPE.to_owned(),
+            Some(k) => {
+                let k = k.to_ascii_uppercase();
+                let ok = k.len() <= 32
+                    && k.starts_with(|c: char| c.is_ascii_uppercase())
+                    && k.chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if !ok {
+                    return Err(DomainError::field(
+                        "type",
+                        "must be a letter followed by letters, digits or `_`, at most 32 (e.g. TOOL_OUTPUT, WEB_SCRAPE, FILE_LIST, TRANSCRIPT, DOCUMENT)",
+                    ));
+                }
+                k
+            }
+        };
+        let mime = match self.mime.filter(|m| !m.is_empty()) {
+            None => DEFAULT_MIME.to_owned(),
+            Some(m) if m.len() <= 128 && m.contains('/') && !m.chars().any(char::is_control) => m,
+            Some(_) => {
+                return Err(DomainError::field(
+                    "mime",
+                    "must be a media type such as text/plain (at most 128 characters)",
+                ));
+            }
+        };
+        let mut tags = Vec::with_capacity(self.tags.len());
+        for tag in self.tags {
+            let tag = tag.trim().to_owned();
+            if tag.is_empty() {
+                continue;
+            }
+            if tag.chars().count() > 128 || tag.contains(',') || tag.chars().any(char::is_control) {
+                return Err(DomainError::field(
+                    "tags",
+                    "each tag is at most 128 characters, without commas or control characters",
+                ));
+            }
+            tags.push(tag);
+        }
+        tags.sort();
+        tags.dedup();
+        if tags.len() > 64 {
+            return Err(DomainError::field("tags", "at most 64 tags per memory"));
+        }
+        Ok(MemoryFields {
+            kind,
+            subtype: text("subtype", self.subtype, 128)?,
+            mime,
+            title: text("title", self.title, 512)?,
+            tags,
+            thread: text("thread", self.thread, 1024)?,
+            checkpoint: text("checkpoint", self.checkpoint, 1024)?,
+            directory: text("directory", self.directory, 4096)?,
+        })
+    }
+}
+
+fn text(
+    field: &'static str,
+    value: Option<String>,
+    max: usize,
+) -> Result<Option<String>, DomainError> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) if v.chars().count() > max => Err(DomainError::field(
+            field,
+            format!("at most {max} characters"),
+        )),
+        Some(v) if v.chars().any(|c| c.is_control() && c != '\t') => Err(DomainError::field(
+            field,
+            "must not contain control characters",
+        )),
+        Some(v) => Ok(Some(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_normalisation() {
+        let fields = FieldsInput {
+            kind: Some("web_scrape".into()),
+            tags: vec!["b".into(), " a ".into(), "b".into(), String::new()],
+            ..FieldsInput::default()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(fields.kind, "WEB_SCRAPE");
+        assert_eq!(fields.mime, DEFAULT_MIME);
+        assert_eq!(fields.tags, ["a", "b"]);
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let err = FieldsInput {
+            kind: Some("9lives".into()),
+            ..FieldsInput::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(err.to_string().starts_with("type:"));
+        let err = FieldsInput {
+            mime: Some("plain".into()),
+            ..FieldsInput::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(err.to_string().starts_with("mime:"));
+        let err = FieldsInput {
+            title: Some("x\u{0}".into()),
+            ..FieldsInput::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(err.to_string().starts_with("title:"));
+    }
+}

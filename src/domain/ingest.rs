@@ -1,0 +1,273 @@
+//! Streaming ingest: cut the upload into frames, compress them in parallel,
+//! hash and index them in order, and store the object where it belongs.
+//!
+//! Memory stays bounded: at most `parallelism + 1` frames of content are held
+//! at once, whatever the size of the upload.
+
+use bytes::{Bytes, BytesMut};
+use futures::stream::FuturesOrdered;
+use futures::{Stream, StreamExt};
+use sha2::{Digest, Sha256};
+
+use super::DomainError;
+use super::ids::MemoryId;
+use super::seekable;
+use super::summary::{FrameScan, SummaryBuilder, scan_frame};
+use crate::storage::StorageError;
+use crate::storage::blob::{BlobStore, BlobWriter};
+use crate::storage::meta::{FrameEntry, Layout, ObjectRecord};
+
+/// How content is framed and where it is stored.
+#[derive(Clone, Debug)]
+pub struct IngestConfig {
+    /// Content bytes per zstd frame.
+    pub frame_bytes: usize,
+    /// zstd level.
+    pub zstd_level: i32,
+    /// Content up to this size is stored as is in the metadata store.
+    pub raw_inline_max: usize,
+    /// Seekable objects up to this stored size live in the metadata store.
+    pub inline_object_max: usize,
+    /// Largest accepted upload.
+    pub max_upload_bytes: Option<u64>,
+    /// Frames compressed at once.
+    pub parallelism: usize,
+}
+
+/// An ingested content: its object (stored, unless inline) and summary input.
+pub struct Ingested {
+    /// The content hash.
+    pub id: MemoryId,
+    /// The object record for the metadata store.
+    pub object: ObjectRecord,
+    /// Summary material gathered on the way.
+    pub summary: SummaryBuilder,
+}
+
+/// One compressed frame, back from a worker.
+struct FrameOut {
+    content: Bytes,
+    compressed: Vec<u8>,
+    scan: FrameScan,
+}
+
+/// Where compressed frames go: memory first, a blob once they outgrow inline size.
+enum Sink {
+    Memory(Vec<u8>),
+    Blob(Box<dyn BlobWriter>),
+}
+
+/// Ordered consumer state: hash, frame index, summary, stored bytes.
+struct Assembly<'a> {
+    config: &'a IngestConfig,
+    blobs: &'a dyn BlobStore,
+    hasher: Option<Sha256>,
+    frames: Vec<FrameEntry>,
+    table: Vec<(u32, u32)>,
+    content_len: u64,
+    stored_len: u64,
+    newlines: u64,
+    last_byte: Option<u8>,
+    summary: SummaryBuilder,
+    sink: Sink,
+}
+
+/// Reads `body` to its end and stores it; returns the object to record.
+pub async fn ingest<S, E>(
+    mut body: S,
+    blobs: &dyn BlobStore,
+    config: &IngestConfig,
+) -> Result<Ingested, DomainError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
+    E: std::fmt::Display,
+{
+    let frame_bytes = config.frame_bytes.max(1);
+    let mut buf = BytesMut::with_capacity(frame_bytes.min(1 << 16));
+    let mut pending = FuturesOrdered::new();
+    let mut assembly = Assembly::new(config, blobs);
+    let mut total: u64 = 0;
+    while let Some(chunk) = body.next().await {
+        let mut chunk = chunk.map_err(|e| DomainError::Body(e.to_string()))?;
+        total += chunk.len() as u64;
+        if let Some(limit) = config.max_upload_bytes.filter(|limit| total > *limit) {
+            return Err(DomainError::PayloadTooLarge { limit });
+        }
+        while !chunk.is_empty() {
+            let take = (frame_bytes - buf.len()).min(chunk.len());
+            buf.extend_from_slice(&chunk.split_to(take));
+            if buf.len() == frame_bytes {
+                pending.push_back(compress(buf.split().freeze(), config.zstd_level));
+                while pending.len() >= config.parallelism.max(1) {
+                    if let Some(out) = pending.next().await {
+                        assembly.add(out?).await?;
+                    }
+                }
+            }
+        }
+    }
+    if pending.is_empty() && assembly.frames.is_empty() && buf.len() <= config.raw_inline_max {
+        return Ok(raw(buf.freeze()));
+    }
+    if !buf.is_empty() {
+        pending.push_back(compress(buf.freeze(), config.zstd_level));
+    }
+    while let Some(out) = pending.next().await {
+        assembly.add(out?).await?;
+    }
+    assembly.finish().await
+}
+
+/// Small content: stored as is, no frames.
+fn raw(content: Bytes) -> Ingested {
+    let scan = scan_frame(&content);
+    let mut summary = SummaryBuilder::default();
+    summary.add_frame(&content, &scan, 1);
+    let lines = line_count(scan.newlines, content.last().copied());
+    let id = MemoryId::of_content(&content);
+    Ingested {
+        object: ObjectRecord {
+            hash: id.as_str().to_owned(),
+            bytes: content.len() as u64,
+            lines,
+            stored_bytes: content.len() as u64,
+            layout: Layout::Raw,
+            data: Some(content.to_vec()),
+            frames: Vec::new(),
+        },
+        id,
+        summary,
+    }
+}
+
+/// Lines of content with `newlines` newlines ending in `last_byte`.
+pub fn line_count(newlines: u64, last_byte: Option<u8>) -> u64 {
+    newlines + u64::from(last_byte.is_some_and(|b| b != b'\n'))
+}
+
+fn compress(content: Bytes, level: i32) -> impl Future<Output = Result<FrameOut, DomainError>> {
+    let task = tokio::task::spawn_blocking(move || {
+        let compressed = seekable::compress_frame(&content, level)?;
+        let scan = scan_frame(&content);
+        Ok::<_, std::io::Error>(FrameOut {
+            content,
+            compressed,
+            scan,
+        })
+    });
+    async move {
+        task.await
+            .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
+            .map_err(|e| DomainError::Storage(e.into()))
+    }
+}
+
+impl<'a> Assembly<'a> {
+    fn new(config: &'a IngestConfig, blobs: &'a dyn BlobStore) -> Self {
+        Self {
+            config,
+            blobs,
+            hasher: Some(Sha256::new()),
+            frames: Vec::new(),
+            table: Vec::new(),
+            content_len: 0,
+            stored_len: 0,
+            newlines: 0,
+            last_byte: None,
+            summary: SummaryBuilder::default(),
+            sink: Sink::Memory(Vec::new()),
+        }
+    }
+
+    /// Takes the next frame in content order.
+    async fn add(&mut self, out: FrameOut) -> Result<(), DomainError> {
+        let first_line = self.newlines + 1;
+        let mut hasher = self.hasher.take().unwrap_or_default();
+        let content = out.content.clone();
+        let hasher = tokio::task::spawn_blocking(move || {
+            hasher.update(&content);
+            hasher
+        });
+        self.summary.add_frame(&out.content, &out.scan, first_line);
+        let (content_len, stored_len) = (out.content.len(), out.compressed.len());
+        self.frames.push(FrameEntry {
+            content_offset: self.content_len,
+            content_len: u32::try_from(content_len).unwrap_or(u32::MAX),
+            first_line,
+            stored_offset: self.stored_len,
+            stored_len: u32::try_from(stored_len).unwrap_or(u32::MAX),
+        });
+        self.table.push((
+            u32::try_from(stored_len).unwrap_or(u32::MAX),
+            u32::try_from(content_len).unwrap_or(u32::MAX),
+        ));
+        self.content_len += content_len as u64;
+        self.stored_len += stored_len as u64;
+        self.newlines += out.scan.newlines;
+        self.last_byte = out.content.last().copied().or(self.last_byte);
+        self.write(out.compressed).await?;
+        self.hasher = Some(
+            hasher
+                .await
+                .map_err(|e| StorageError::Io(std::io::Error::other(e)))?,
+        );
+        Ok(())
+    }
+
+    /// Appends stored bytes, moving to a blob once past the inline size.
+    async fn write(&mut self, compressed: Vec<u8>) -> Result<(), DomainError> {
+        if let Sink::Memory(buffer) = &mut self.sink {
+            if buffer.len() + compressed.len() <= self.config.inline_object_max {
+                buffer.extend_from_slice(&compressed);
+                return Ok(());
+            }
+            let mut writer = self.blobs.create().await?;
+            writer.write(Bytes::from(std::mem::take(buffer))).await?;
+            self.sink = Sink::Blob(writer);
+        }
+        if let Sink::Blob(writer) = &mut self.sink {
+            writer.write(Bytes::from(compressed)).await?;
+        }
+        Ok(())
+    }
+
+    /// Appends the seek table and makes the object durable.
+    async fn finish(mut self) -> Result<Ingested, DomainError> {
+        let id = MemoryId::from_digest(&self.hasher.take().unwrap_or_default().finalize());
+        let table = seekable::seek_table(&self.table);
+        let stored_bytes = self.stored_len + table.len() as u64;
+        let (layout, data) = match self.sink {
+            Sink::Memory(mut buffer)
+                if buffer.len() + table.len() <= self.config.inline_object_max =>
+            {
+                buffer.extend_from_slice(&table);
+                (Layout::Inline, Some(buffer))
+            }
+            Sink::Memory(buffer) => {
+                let mut writer = self.blobs.create().await?;
+                writer.write(Bytes::from(buffer)).await?;
+                writer.write(Bytes::from(table)).await?;
+                writer.commit(id.as_str()).await?;
+                (Layout::Blob, None)
+            }
+            Sink::Blob(mut writer) => {
+                writer.write(Bytes::from(table)).await?;
+                writer.commit(id.as_str()).await?;
+                (Layout::Blob, None)
+            }
+        };
+        Ok(Ingested {
+            object: ObjectRecord {
+                hash: id.as_str().to_owned(),
+                bytes: self.content_len,
+                lines: line_count(self.newlines, self.last_byte),
+                stored_bytes,
+                layout,
+                data,
+                frames: self.frames,
+            },
+            id,
+            summary: self.summary,
+        })
+    }
+}

@@ -1,0 +1,225 @@
+//! The memory service: put, read, slice, list and delete, over the storage traits.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::Stream;
+
+use super::access::AccessRecorder;
+use super::fields::FieldsInput;
+use super::ids::{IdRef, MemoryId};
+use super::ingest::{self, IngestConfig};
+use super::reader::ObjectReader;
+use super::slicing::{self, Slice, SliceLimits};
+use super::tokens;
+use super::uri::{MemUri, Selector};
+use super::{DomainError, now_ms};
+use crate::storage::blob::BlobStore;
+use crate::storage::meta::{ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectRecord};
+
+/// Largest page of a listing.
+pub const MAX_PAGE: u32 = 200;
+
+/// What a put answers.
+#[derive(Clone, Debug)]
+pub struct Stored {
+    /// The memory after the put.
+    pub record: MemoryRecord,
+    /// False when it was new in the namespace.
+    pub deduplicated: bool,
+    /// Tokens the caller saves by keeping the summary and pointer instead of the content.
+    pub tokens_saved: u64,
+}
+
+/// Memories over a metadata store and a blob store.
+pub struct Memories {
+    meta: Arc<dyn MetaStore>,
+    blobs: Arc<dyn BlobStore>,
+    ingest: IngestConfig,
+    limits: SliceLimits,
+    objects: moka::sync::Cache<String, Arc<ObjectRecord>>,
+    access: Arc<AccessRecorder>,
+}
+
+impl Memories {
+    /// A service over the given stores.
+    pub fn new(
+        meta: Arc<dyn MetaStore>,
+        blobs: Arc<dyn BlobStore>,
+        ingest: IngestConfig,
+        limits: SliceLimits,
+        access: Arc<AccessRecorder>,
+    ) -> Self {
+        let objects = moka::sync::Cache::builder()
+            .weigher(|_: &String, o: &Arc<ObjectRecord>| {
+                let weight = 256 + o.data.as_ref().map_or(0, Vec::len) + o.frames.len() * 40;
+                u32::try_from(weight).unwrap_or(u32::MAX)
+            })
+            .max_capacity(32 << 20)
+            .build();
+        Self {
+            meta,
+            blobs,
+            ingest,
+            limits,
+            objects,
+            access,
+        }
+    }
+
+    /// The slice guardrails in force.
+    pub fn limits(&self) -> &SliceLimits {
+        &self.limits
+    }
+
+    /// Streams `body` into the store and records the memory in `namespace`.
+    #[tracing::instrument(skip_all, fields(memory.id))]
+    pub async fn put<S, E>(
+        &self,
+        namespace: &str,
+        fields: FieldsInput,
+        body: S,
+    ) -> Result<Stored, DomainError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
+        E: std::fmt::Display,
+    {
+        let fields = fields.validate()?;
+        let ingested = ingest::ingest(body, self.blobs.as_ref(), &self.ingest).await?;
+        tracing::Span::current().record("memory.id", ingested.id.as_str());
+        let object = &ingested.object;
+        let tokens = tokens::estimate(object.bytes);
+        let mut summary = ingested.summary.finish(object.bytes, object.lines);
+        if memchr::memchr(0, summary.as_bytes()).is_some() {
+            summary = summary.replace('\0', " ");
+        }
+        let summary_tokens =
+            tokens::estimate(summary.len() as u64 + ingested.id.uri().len() as u64);
+        let outcome = self
+            .meta
+            .put(NewMemory {
+                namespace: namespace.to_owned(),
+                fields,
+                tokens,
+                summary,
+                now: now_ms(),
+                object: ingested.object,
+            })
+            .await?;
+        Ok(Stored {
+            tokens_saved: outcome.record.tokens.saturating_sub(summary_tokens),
+            record: outcome.record,
+            deduplicated: !outcome.created,
+        })
+    }
+
+    /// Resolves an id or unique prefix within the namespace.
+    pub async fn resolve(&self, namespace: &str, id: &IdRef) -> Result<MemoryId, DomainError> {
+        match id {
+            IdRef::Full(id) => Ok(id.clone()),
+            IdRef::Prefix(prefix) => {
+                let found = self.meta.ids_with_prefix(namespace, prefix, 2).await?;
+                match found.as_slice() {
+                    [] => Err(DomainError::NotFound(prefix.clone())),
+                    [one] => Ok(MemoryId::from_stored(one.clone())),
+                    _ => Err(DomainError::AmbiguousId(prefix.clone())),
+                }
+            }
+        }
+    }
+
+    /// Metadata and summary of one memory.
+    pub async fn get(&self, namespace: &str, id: &IdRef) -> Result<MemoryRecord, DomainError> {
+        let id = self.resolve(namespace, id).await?;
+        self.meta
+            .get(namespace, id.as_str())
+            .await?
+            .ok_or_else(|| DomainError::NotFound(id.to_string()))
+    }
+
+    /// A page of the namespace's memories, newest first.
+    pub async fn list(&self, mut query: ListQuery) -> Result<Vec<MemoryRecord>, DomainError> {
+        query.limit = query.limit.clamp(1, MAX_PAGE);
+        Ok(self.meta.list(&query).await?)
+    }
+
+    /// Deletes one memory (its object goes at the next GC if nothing else uses it).
+    pub async fn delete(&self, namespace: &str, id: &IdRef) -> Result<MemoryId, DomainError> {
+        let id = self.resolve(namespace, id).await?;
+        if self.meta.delete(namespace, id.as_str()).await? {
+            Ok(id)
+        } else {
+            Err(DomainError::NotFound(id.to_string()))
+        }
+    }
+
+    /// A reader over a memory of the namespace; counts as a read.
+    pub async fn open(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+    ) -> Result<(MemoryRecord, ObjectReader), DomainError> {
+        let record = self.get(namespace, id).await?;
+        let object =
+            match self.objects.get(&record.id) {
+                Some(object) => object,
+                None => {
+                    let object = self.meta.object(&record.id).await?.ok_or_else(|| {
+                        DomainError::Corrupt {
+                            id: record.id.clone(),
+                            detail: "its object record is missing".into(),
+                        }
+                    })?;
+                    let object = Arc::new(object);
+                    self.objects.insert(record.id.clone(), object.clone());
+                    object
+                }
+            };
+        self.access.record(namespace, &record.id, now_ms());
+        Ok((record, ObjectReader::new(object, self.blobs.clone())))
+    }
+
+    /// Lines `start..=end` of a memory.
+    pub async fn lines(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> Result<Slice, DomainError> {
+        let (record, mut reader) = self.open(namespace, id).await?;
+        let id = MemoryId::from_stored(record.id);
+        slicing::lines(&mut reader, &id, start, end, &self.limits).await
+    }
+
+    /// Bytes `[offset, offset + len)` of a memory.
+    pub async fn bytes(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+        offset: u64,
+        len: Option<u64>,
+    ) -> Result<Slice, DomainError> {
+        let (record, mut reader) = self.open(namespace, id).await?;
+        let id = MemoryId::from_stored(record.id);
+        slicing::bytes(&mut reader, &id, offset, len, &self.limits).await
+    }
+
+    /// Chunk `n` of a memory.
+    pub async fn chunk(&self, namespace: &str, id: &IdRef, n: u64) -> Result<Slice, DomainError> {
+        let (record, mut reader) = self.open(namespace, id).await?;
+        let id = MemoryId::from_stored(record.id);
+        slicing::chunk(&mut reader, &id, n, &self.limits).await
+    }
+
+    /// The slice a pointer URI names (a bare pointer gives the first lines).
+    pub async fn fetch(&self, namespace: &str, uri: &MemUri) -> Result<Slice, DomainError> {
+        match uri.selector {
+            Selector::Whole => self.lines(namespace, &uri.id, None, None).await,
+            Selector::Lines { start, end } => {
+                self.lines(namespace, &uri.id, Some(start), end).await
+            }
+            Selector::Bytes { offset, len } => self.bytes(namespace, &uri.id, offset, len).await,
+        }
+    }
+}

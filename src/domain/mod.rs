@@ -1,0 +1,22 @@
+//! The domain: memories, slicing, summaries, pointers. No HTTP, no SQL here.
+
+pub mod access;
+pub mod content;
+mod error;
+pub mod fields;
+pub mod ids;
+pub mod ingest;
+pub mod memories;
+pub mod reader;
+pub mod seekable;
+pub mod slicing;
+pub mod summary;
+pub mod tokens;
+pub mod uri;
+
+pub use error::DomainError;
+
+/// Current time in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

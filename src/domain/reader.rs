@@ -1,0 +1,214 @@
+//! Reading stored objects: frame lookup by offset or line, decoding with
+//! verification, and byte ranges across frames.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use super::DomainError;
+use super::seekable;
+use crate::storage::StorageError;
+use crate::storage::blob::BlobStore;
+use crate::storage::meta::{FrameEntry, Layout, ObjectRecord};
+
+/// Reads one object, keeping the last decoded frames for the request's next look.
+pub struct ObjectReader {
+    object: Arc<ObjectRecord>,
+    blobs: Arc<dyn BlobStore>,
+    frames: Vec<FrameEntry>,
+    decoded: Vec<(usize, Bytes)>,
+}
+
+impl ObjectReader {
+    /// A reader over `object`.
+    pub fn new(object: Arc<ObjectRecord>, blobs: Arc<dyn BlobStore>) -> Self {
+        let frames = if object.layout == Layout::Raw {
+            // Raw content reads as one frame holding everything.
+            vec![FrameEntry {
+                content_offset: 0,
+                content_len: u32::try_from(object.bytes).unwrap_or(u32::MAX),
+                first_line: 1,
+                stored_offset: 0,
+                stored_len: 0,
+            }]
+        } else {
+            object.frames.clone()
+        };
+        Self {
+            object,
+            blobs,
+            frames,
+            decoded: Vec::with_capacity(2),
+        }
+    }
+
+    /// Content length.
+    pub fn size(&self) -> u64 {
+        self.object.bytes
+    }
+
+    /// Number of lines.
+    pub fn lines(&self) -> u64 {
+        self.object.lines
+    }
+
+    fn corrupt(&self, detail: impl Into<String>) -> DomainError {
+        DomainError::Corrupt {
+            id: self.object.hash.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Index of the frame holding content byte `offset` (the last frame for the end).
+    pub fn frame_at_offset(&self, offset: u64) -> usize {
+        self.frames
+            .partition_point(|f| f.content_offset <= offset)
+            .saturating_sub(1)
+    }
+
+    /// Index of the frame holding the `k`-th newline (k ≥ 1).
+    fn frame_with_newline(&self, k: u64) -> usize {
+        self.frames
+            .partition_point(|f| f.first_line <= k)
+            .saturating_sub(1)
+    }
+
+    /// The decoded, verified content of frame `idx`.
+    pub async fn frame(&mut self, idx: usize) -> Result<Bytes, DomainError> {
+        if let Some((_, data)) = self.decoded.iter().find(|(i, _)| *i == idx) {
+            return Ok(data.clone());
+        }
+        let entry = *self
+            .frames
+            .get(idx)
+            .ok_or_else(|| self.corrupt(format!("frame {idx} is not in the index")))?;
+        let data = match self.object.layout {
+            Layout::Raw => self.raw_content()?,
+            Layout::Inline => {
+                let stored = self.object.data.as_deref().unwrap_or_default();
+                let start = usize::try_from(entry.stored_offset).unwrap_or(usize::MAX);
+                let end = start.saturating_add(entry.stored_len as usize);
+                let frame = stored
+                    .get(start..end)
+                    .ok_or_else(|| self.corrupt("inline object is shorter than its frame index"))?;
+                self.decode(Bytes::copy_from_slice(frame), entry).await?
+            }
+            Layout::Blob => {
+                let frame = self
+                    .blobs
+                    .read_range(
+                        &self.object.hash,
+                        entry.stored_offset,
+                        u64::from(entry.stored_len),
+                    )
+                    .await
+                    .map_err(|e| match e {
+                        StorageError::MissingObject(_) => {
+                            self.corrupt("its object file is missing")
+                        }
+                        StorageError::Truncated(_) => self.corrupt("its object file is truncated"),
+                        other => DomainError::Storage(other),
+                    })?;
+                self.decode(frame, entry).await?
+            }
+        };
+        if self.decoded.len() == 2 {
+            self.decoded.remove(0);
+        }
+        self.decoded.push((idx, data.clone()));
+        Ok(data)
+    }
+
+    fn raw_content(&self) -> Result<Bytes, DomainError> {
+        let data = self.object.data.as_deref().unwrap_or_default();
+        if hex::encode(Sha256::digest(data)) != self.object.hash {
+            return Err(self.corrupt("inline content does not match its SHA-256"));
+        }
+        Ok(Bytes::copy_from_slice(data))
+    }
+
+    async fn decode(&self, frame: Bytes, entry: FrameEntry) -> Result<Bytes, DomainError> {
+        let expected = entry.content_len as usize;
+        let decoded =
+            tokio::task::spawn_blocking(move || seekable::decompress_frame(&frame, expected))
+                .await
+                .map_err(|e| StorageError::Io(std::io::Error::other(e)))?;
+        decoded.map(Bytes::from).map_err(|detail| {
+            self.corrupt(format!(
+                "frame at content offset {} failed verification: {detail}",
+                entry.content_offset
+            ))
+        })
+    }
+
+    /// Content bytes `[offset, offset + len)`, clipped to the content.
+    pub async fn read(&mut self, offset: u64, len: u64) -> Result<Bytes, DomainError> {
+        let end = offset.saturating_add(len).min(self.size());
+        if offset >= end {
+            return Ok(Bytes::new());
+        }
+        let first = self.frame_at_offset(offset);
+        let last = self.frame_at_offset(end - 1);
+        if first == last {
+            let entry = self.frames[first];
+            let data = self.frame(first).await?;
+            let from = (offset - entry.content_offset) as usize;
+            let to = (end - entry.content_offset) as usize;
+            return data
+                .get(from..to)
+                .map(|s| data.slice_ref(s))
+                .ok_or_else(|| self.corrupt("frame shorter than indexed"));
+        }
+        let mut out = Vec::with_capacity((end - offset) as usize);
+        for idx in first..=last {
+            let entry = self.frames[idx];
+            let data = self.frame(idx).await?;
+            let from = offset.saturating_sub(entry.content_offset) as usize;
+            let to = ((end - entry.content_offset) as usize).min(data.len());
+            out.extend_from_slice(data.get(from..to).unwrap_or_default());
+        }
+        Ok(Bytes::from(out))
+    }
+
+    /// Offset of the first byte of line `line` (1-based; `line` ≤ lines).
+    pub async fn line_start(&mut self, line: u64) -> Result<u64, DomainError> {
+        if line <= 1 {
+            return Ok(0);
+        }
+        let k = line - 1; // the line starts right after the k-th newline
+        let idx = self.frame_with_newline(k);
+        let entry = self.frames[idx];
+        let data = self.frame(idx).await?;
+        let nth = (k - (entry.first_line - 1)) as usize;
+        memchr::memchr_iter(b'\n', &data)
+            .nth(nth.saturating_sub(1))
+            .map(|pos| entry.content_offset + pos as u64 + 1)
+            .ok_or_else(|| {
+                self.corrupt(format!("line {line} is not where the frame index puts it"))
+            })
+    }
+
+    /// Line number of the line holding byte `offset`.
+    pub async fn line_at(&mut self, offset: u64) -> Result<u64, DomainError> {
+        if self.size() == 0 {
+            return Ok(1);
+        }
+        let offset = offset.min(self.size() - 1);
+        let idx = self.frame_at_offset(offset);
+        let entry = self.frames[idx];
+        let data = self.frame(idx).await?;
+        let within = ((offset - entry.content_offset) as usize).min(data.len());
+        Ok(entry.first_line + memchr::memchr_iter(b'\n', &data[..within]).count() as u64)
+    }
+
+    /// Number of frames.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The content offset and length of frame `idx`.
+    pub fn frame_entry(&self, idx: usize) -> Option<FrameEntry> {
+        self.frames.get(idx).copied()
+    }
+}

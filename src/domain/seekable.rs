@@ -1,0 +1,113 @@
+//! The zstd seekable layout: independent checksummed frames plus a seek table.
+//!
+//! An object is a run of zstd frames (each ~1 MiB of content, with zstd's own
+//! content checksum) followed by the seek table of the zstd "seekable format"
+//! in a skippable frame, so a plain `zstd -d` still decodes the whole object.
+
+use std::cell::RefCell;
+
+/// Magic number of the skippable frame that holds the seek table.
+const SKIPPABLE_MAGIC: u32 = 0x184D_2A5E;
+/// Magic number that closes the seek table footer.
+const SEEKABLE_MAGIC: u32 = 0x8F92_EAB1;
+
+thread_local! {
+    static COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
+    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// Compresses one frame with the content size and checksum recorded in it.
+pub fn compress_frame(content: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|(l, _)| *l != level) {
+            let mut compressor = zstd::bulk::Compressor::new(level)?;
+            compressor.include_checksum(true)?;
+            compressor.include_contentsize(true)?;
+            *slot = Some((level, compressor));
+        }
+        match slot.as_mut() {
+            Some((_, compressor)) => compressor.compress(content),
+            None => Err(std::io::Error::other("zstd compressor unavailable")),
+        }
+    })
+}
+
+/// Decompresses one frame and checks its checksum and its expected length.
+///
+/// The error says which check failed; the caller adds the memory id.
+pub fn decompress_frame(frame: &[u8], expected_len: usize) -> Result<Vec<u8>, String> {
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
+        }
+        let decompressor = slot
+            .as_mut()
+            .ok_or_else(|| "zstd decompressor unavailable".to_owned())?;
+        // One spare byte so that a frame longer than recorded is detected, not clipped.
+        let content = decompressor
+            .decompress(frame, expected_len + 1)
+            .map_err(|e| format!("frame failed to decode ({e})"))?;
+        if content.len() != expected_len {
+            return Err(format!(
+                "frame decoded to {} bytes, expected {expected_len}",
+                content.len()
+            ));
+        }
+        Ok(content)
+    })
+}
+
+/// The seek table for frames given as (compressed size, content size).
+pub fn seek_table(frames: &[(u32, u32)]) -> Vec<u8> {
+    let entries_len = frames.len() * 8;
+    let frame_len = u32::try_from(entries_len + 9).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(entries_len + 17);
+    out.extend_from_slice(&SKIPPABLE_MAGIC.to_le_bytes());
+    out.extend_from_slice(&frame_len.to_le_bytes());
+    for (compressed, content) in frames {
+        out.extend_from_slice(&compressed.to_le_bytes());
+        out.extend_from_slice(&content.to_le_bytes());
+    }
+    let count = u32::try_from(frames.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&count.to_le_bytes());
+    out.push(0); // descriptor: no per-entry checksums (each frame carries its own)
+    out.extend_from_slice(&SEEKABLE_MAGIC.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_zstd_decodes_a_seekable_object() {
+        let parts: [&[u8]; 3] = [b"first frame\n", b"second\r\nframe", b""];
+        let mut object = Vec::new();
+        let mut table = Vec::new();
+        for part in parts {
+            let frame = compress_frame(part, 3).unwrap();
+            table.push((frame.len() as u32, part.len() as u32));
+            object.extend_from_slice(&frame);
+        }
+        object.extend_from_slice(&seek_table(&table));
+        assert_eq!(zstd::decode_all(&object[..]).unwrap(), parts.concat());
+        assert_eq!(&object[object.len() - 4..], &SEEKABLE_MAGIC.to_le_bytes());
+    }
+
+    #[test]
+    fn a_flipped_byte_is_caught() {
+        let content = b"some content that is long enough to matter\n".repeat(100);
+        let mut frame = compress_frame(&content, 3).unwrap();
+        assert_eq!(decompress_frame(&frame, content.len()).unwrap(), content);
+        for i in 0..frame.len() {
+            frame[i] ^= 0x40;
+            assert!(
+                decompress_frame(&frame, content.len()).is_err(),
+                "flip at {i} went unnoticed"
+            );
+            frame[i] ^= 0x40;
+        }
+    }
+}

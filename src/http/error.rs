@@ -1,0 +1,191 @@
+//! `AppError`: every failure as `{"error": {"code", "message", ...}}` with a fitting status.
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::domain::DomainError;
+use crate::storage::StorageError;
+
+/// An error answer.
+#[derive(Debug)]
+pub struct AppError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    details: Map<String, Value>,
+}
+
+/// The JSON body of every error answer.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `invalid_id`, `slice_too_large`.
+    pub code: String,
+    /// A sentence for humans (and models).
+    pub message: String,
+}
+
+impl AppError {
+    /// An error with a status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: Map::new(),
+        }
+    }
+
+    /// Adds a detail field beside code and message.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// 400 with code `invalid_request`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// The status this error answers with.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// A 500 whose cause is logged, not sent.
+    fn internal(cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; see the server log",
+        )
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let mut error = Map::new();
+        error.insert("code".into(), Value::from(self.code));
+        error.insert("message".into(), Value::from(self.message));
+        error.extend(self.details);
+        let mut body = Map::new();
+        body.insert("error".into(), Value::Object(error));
+        (self.status, Json(Value::Object(body))).into_response()
+    }
+}
+
+impl From<DomainError> for AppError {
+    fn from(err: DomainError) -> Self {
+        let message = err.to_string();
+        match err {
+            DomainError::InvalidId(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_id", message),
+            DomainError::AmbiguousId(prefix) => {
+                Self::new(StatusCode::CONFLICT, "ambiguous_id", message).with("prefix", prefix)
+            }
+            DomainError::NotFound(id) => {
+                Self::new(StatusCode::NOT_FOUND, "not_found", message).with("id", id)
+            }
+            DomainError::InvalidUri(_) => {
+                Self::new(StatusCode::BAD_REQUEST, "invalid_uri", message)
+            }
+            DomainError::InvalidRange(_) => {
+                Self::new(StatusCode::BAD_REQUEST, "invalid_range", message)
+            }
+            DomainError::SliceTooLarge {
+                limit,
+                max,
+                requested,
+                ..
+            } => Self::new(StatusCode::BAD_REQUEST, "slice_too_large", message)
+                .with("limit", limit)
+                .with("max", max)
+                .with("requested", requested),
+            DomainError::InvalidField { field, .. } => {
+                Self::new(StatusCode::BAD_REQUEST, "invalid_field", message).with("field", field)
+            }
+            DomainError::PayloadTooLarge { limit } => {
+                Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
+                    .with("limit", limit)
+            }
+            DomainError::Body(_) => Self::new(StatusCode::BAD_REQUEST, "bad_body", message),
+            DomainError::Corrupt { id, .. } => {
+                tracing::error!(memory.id = %id, %message, "integrity check failed");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "integrity_error",
+                    message,
+                )
+                .with("id", id)
+            }
+            DomainError::Storage(e) => e.into(),
+        }
+    }
+}
+
+impl From<StorageError> for AppError {
+    fn from(err: StorageError) -> Self {
+        match err {
+            StorageError::Full => {
+                tracing::error!("storage full");
+                Self::new(
+                    StatusCode::INSUFFICIENT_STORAGE,
+                    "insufficient_storage",
+                    "no space left to store the content",
+                )
+            }
+            StorageError::Unavailable(ref why) => {
+                tracing::error!(error = %why, "storage unavailable");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "storage is unavailable; retry later",
+                )
+            }
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<JsonRejection> for AppError {
+    fn from(rejection: JsonRejection) -> Self {
+        let status = match rejection {
+            JsonRejection::JsonDataError(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            JsonRejection::BytesRejection(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        Self::new(status, "invalid_json", rejection.body_text())
+    }
+}
+
+impl From<QueryRejection> for AppError {
+    fn from(rejection: QueryRejection) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            rejection.body_text(),
+        )
+    }
+}
+
+impl From<PathRejection> for AppError {
+    fn from(rejection: PathRejection) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_path",
+            rejection.body_text(),
+        )
+    }
+}

@@ -1,0 +1,348 @@
+//! `/v1/memories`: put (JSON or raw streamed body), list, get, delete.
+
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::{AppError, ErrorBody};
+use super::extract::{ApiPath, ApiQuery};
+use super::views::{ListView, MemoryView, PutView};
+use crate::domain::fields::FieldsInput;
+use crate::domain::ids::IdRef;
+use crate::storage::meta::ListQuery;
+
+/// Descriptive fields as query parameters (raw uploads; JSON puts may use them too).
+#[derive(Deserialize, IntoParams, Default)]
+#[into_params(parameter_in = Query)]
+pub struct PutParams {
+    /// TOOL_OUTPUT (default), WEB_SCRAPE, FILE_LIST, TRANSCRIPT, SUMMARY, CONTEXT, DOCUMENT, ...
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub kind: Option<String>,
+    /// Usually the tool name, e.g. `pytest`.
+    pub subtype: Option<String>,
+    /// Media type of the content (default: the request's Content-Type, else text/plain).
+    pub mime: Option<String>,
+    /// Short title.
+    pub title: Option<String>,
+    /// Comma-separated tags.
+    pub tags: Option<String>,
+    /// Thread or session id.
+    pub thread: Option<String>,
+    /// Checkpoint id.
+    pub checkpoint: Option<String>,
+    /// Directory the content belongs to.
+    pub directory: Option<String>,
+}
+
+/// A JSON put: the content and its descriptive fields.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutBody {
+    /// The content to store (UTF-8 text; send other bytes as a raw body).
+    pub content: String,
+    /// TOOL_OUTPUT (default), WEB_SCRAPE, FILE_LIST, TRANSCRIPT, SUMMARY, CONTEXT, DOCUMENT, ...
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// Usually the tool name.
+    pub subtype: Option<String>,
+    /// Media type of the content (default text/plain).
+    pub mime: Option<String>,
+    /// Short title.
+    pub title: Option<String>,
+    /// Tags.
+    pub tags: Option<Vec<String>>,
+    /// Thread or session id.
+    pub thread: Option<String>,
+    /// Checkpoint id.
+    pub checkpoint: Option<String>,
+    /// Directory the content belongs to.
+    pub directory: Option<String>,
+}
+
+/// Stores content. `application/json` bodies are a [`PutBody`]; any other
+/// content type is the content itself, streamed, with fields as query parameters.
+#[utoipa::path(
+    post, path = "/v1/memories", tag = "memories", params(PutParams),
+    request_body(description = "A JSON `PutBody`, or the raw content with any other content type", content(
+        (PutBody = "application/json"),
+        (String = "text/plain"),
+        (Vec<u8> = "application/octet-stream"),
+    )),
+    responses(
+        (status = 201, description = "Stored as a new memory", body = PutView),
+        (status = 200, description = "This namespace already had this content (`deduplicated: true`)", body = PutView),
+        (status = 400, description = "Bad field or body", body = ErrorBody),
+        (status = 413, description = "Content over the upload limit", body = ErrorBody),
+        (status = 507, description = "Disk full", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<PutParams>,
+    request: Request,
+) -> Result<Response, AppError> {
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        });
+    let stored = if content_type.as_deref() == Some("application/json") {
+        let body = read_json(request.into_body(), state.config.max_json_bytes).await?;
+        let fields = FieldsInput {
+            kind: body.kind.or(params.kind),
+            subtype: body.subtype.or(params.subtype),
+            mime: body.mime.or(params.mime),
+            title: body.title.or(params.title),
+            tags: body
+                .tags
+                .unwrap_or_else(|| split_tags(params.tags.as_deref())),
+            thread: body.thread.or(params.thread),
+            checkpoint: body.checkpoint.or(params.checkpoint),
+            directory: body.directory.or(params.directory),
+        };
+        let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(body.content))]);
+        state
+            .memories
+            .put(&caller.namespace, fields, content)
+            .await?
+    } else {
+        let fields = FieldsInput {
+            kind: params.kind,
+            subtype: params.subtype,
+            mime: params.mime.or(content_type),
+            title: params.title,
+            tags: split_tags(params.tags.as_deref()),
+            thread: params.thread,
+            checkpoint: params.checkpoint,
+            directory: params.directory,
+        };
+        let body = request.into_body().into_data_stream();
+        state.memories.put(&caller.namespace, fields, body).await?
+    };
+    let status = if stored.deduplicated {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    let location = format!("/v1/memories/{}", stored.record.id);
+    let view = PutView {
+        memory: MemoryView::new(stored.record, state.memories.limits()),
+        deduplicated: stored.deduplicated,
+        tokens_saved: stored.tokens_saved,
+    };
+    Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+}
+
+/// Reads a JSON put body of at most `limit` bytes.
+async fn read_json(body: Body, limit: usize) -> Result<PutBody, AppError> {
+    let bytes = http_body_util::Limited::new(body, limit)
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                AppError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!("JSON bodies are limited to {limit} bytes: send large content as a raw body (any non-JSON content type) with fields as query parameters"),
+                )
+                .with("limit", limit)
+            } else {
+                AppError::new(StatusCode::BAD_REQUEST, "bad_body", format!("could not read the request body: {e}"))
+            }
+        })?
+        .to_bytes();
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let status = if e.is_data() {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        AppError::new(status, "invalid_json", format!("invalid JSON body: {e}"))
+    })
+}
+
+fn split_tags(tags: Option<&str>) -> Vec<String> {
+    tags.map(|t| t.split(',').map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Filters and page of a listing.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Only this type.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub kind: Option<String>,
+    /// Only this subtype.
+    pub subtype: Option<String>,
+    /// Only memories with this tag.
+    pub tag: Option<String>,
+    /// Only this thread.
+    pub thread: Option<String>,
+    /// Only this checkpoint.
+    pub checkpoint: Option<String>,
+    /// Only this directory.
+    pub directory: Option<String>,
+    /// Created at or after (RFC 3339 or Unix seconds).
+    pub since: Option<String>,
+    /// Created before (RFC 3339 or Unix seconds).
+    pub until: Option<String>,
+    /// Page size, 1-200 (default 50).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Lists the caller's memories, newest first.
+#[utoipa::path(
+    get, path = "/v1/memories", tag = "memories", params(ListParams),
+    responses((status = 200, body = ListView), (status = 400, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<Json<ListView>, AppError> {
+    let limit = params.limit.unwrap_or(50);
+    if !(1..=crate::domain::memories::MAX_PAGE).contains(&limit) {
+        return Err(
+            AppError::bad_request("`limit` must be between 1 and 200").with("field", "limit")
+        );
+    }
+    let query = ListQuery {
+        namespace: caller.namespace,
+        kind: params.kind.map(|k| k.to_ascii_uppercase()),
+        subtype: params.subtype,
+        tag: params.tag,
+        thread: params.thread,
+        checkpoint: params.checkpoint,
+        directory: params.directory,
+        since: params
+            .since
+            .as_deref()
+            .map(|t| parse_time("since", t))
+            .transpose()?,
+        until: params
+            .until
+            .as_deref()
+            .map(|t| parse_time("until", t))
+            .transpose()?,
+        after: params.cursor.as_deref().map(decode_cursor).transpose()?,
+        limit: limit + 1,
+    };
+    let mut records = state.memories.list(query).await?;
+    let next_cursor = if records.len() > limit as usize {
+        records.truncate(limit as usize);
+        records.last().map(|r| encode_cursor(r.created_at, &r.id))
+    } else {
+        None
+    };
+    let limits = state.memories.limits();
+    Ok(Json(ListView {
+        memories: records
+            .into_iter()
+            .map(|r| MemoryView::new(r, limits))
+            .collect(),
+        next_cursor,
+    }))
+}
+
+fn parse_time(field: &'static str, text: &str) -> Result<i64, AppError> {
+    if let Ok(seconds) = text.parse::<i64>() {
+        return Ok(seconds.saturating_mul(1000));
+    }
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.timestamp_millis())
+        .map_err(|_| {
+            AppError::bad_request(format!(
+                "`{field}` must be an RFC 3339 time (2026-01-31T12:00:00Z) or Unix seconds"
+            ))
+            .with("field", field)
+        })
+}
+
+fn encode_cursor(created_at: i64, id: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{created_at}:{id}"))
+}
+
+fn decode_cursor(cursor: &str) -> Result<(i64, String), AppError> {
+    let invalid = || {
+        AppError::bad_request("`cursor` is not a cursor this server issued").with("field", "cursor")
+    };
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| invalid())?;
+    let text = String::from_utf8(raw).map_err(|_| invalid())?;
+    let (created, id) = text.split_once(':').ok_or_else(invalid)?;
+    Ok((created.parse().map_err(|_| invalid())?, id.to_owned()))
+}
+
+/// Metadata and summary of one memory (id or unique prefix of at least 12 hex characters).
+#[utoipa::path(
+    get, path = "/v1/memories/{id}", tag = "memories",
+    params(("id" = String, Path, description = "Full id or unique prefix (12+ hex characters)")),
+    responses(
+        (status = 200, body = MemoryView),
+        (status = 400, description = "Not an id", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "Ambiguous prefix", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<MemoryView>, AppError> {
+    let record = state
+        .memories
+        .get(&caller.namespace, &IdRef::parse(&id)?)
+        .await?;
+    Ok(Json(MemoryView::new(record, state.memories.limits())))
+}
+
+/// Deletes a memory of the caller's namespace; its object is collected later when unused.
+#[utoipa::path(
+    delete, path = "/v1/memories/{id}", tag = "memories",
+    params(("id" = String, Path, description = "Full id or unique prefix")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<StatusCode, AppError> {
+    state
+        .memories
+        .delete(&caller.namespace, &IdRef::parse(&id)?)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

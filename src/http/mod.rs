@@ -1,0 +1,123 @@
+//! The HTTP layer: routers, extractors, errors, OpenAPI. Thin: parse, call the domain, map.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::domain::memories::Memories;
+use crate::storage::blob::BlobStore;
+use crate::storage::meta::MetaStore;
+
+pub mod auth;
+mod content;
+pub mod error;
+mod extract;
+mod health;
+mod memories;
+pub mod openapi;
+mod panic;
+mod slices;
+pub mod views;
+
+/// Limits of the HTTP layer itself.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// Largest JSON body (JSON puts hold their content in memory).
+    pub max_json_bytes: usize,
+}
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The memory service.
+    pub memories: Arc<Memories>,
+    /// The metadata store (for readiness).
+    pub meta: Arc<dyn MetaStore>,
+    /// The blob store (for readiness).
+    pub blobs: Arc<dyn BlobStore>,
+    /// API keys.
+    pub auth: Arc<auth::Auth>,
+    /// HTTP limits.
+    pub config: Arc<HttpConfig>,
+}
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The documented `/v1` routes (all behind authentication).
+fn v1_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(memories::put, memories::list))
+        .routes(routes!(memories::get, memories::delete))
+        .routes(routes!(content::get))
+        .routes(routes!(slices::lines))
+        .routes(routes!(slices::bytes))
+        .routes(routes!(slices::chunk))
+        .routes(routes!(slices::fetch))
+}
+
+/// The documented routes open to everyone, inside the document's frame.
+fn public_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+}
+
+/// The OpenAPI document of the API (served at `/openapi.json`).
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    public_routes().merge(v1_routes()).into_openapi()
+}
+
+/// The whole application: API routes, `/openapi.json`, `/docs`, and the common layers.
+pub fn router(state: AppState) -> Router {
+    let v1 = v1_routes().route_layer(axum::middleware::from_fn_with_state(
+        state.auth.clone(),
+        auth::require_caller,
+    ));
+    let (api, doc) = public_routes().merge(v1).split_for_parts();
+    api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .layer(DefaultBodyLimit::disable())
+        .layer(CatchPanicLayer::custom(panic::respond))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                let route = request
+                    .extensions()
+                    .get::<axum::extract::MatchedPath>()
+                    .map_or("unmatched", |p| p.as_str())
+                    .to_owned();
+                let id = request
+                    .headers()
+                    .get(REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                tracing::info_span!("http.request", method = %request.method(), route, request_id = id)
+            }),
+        )
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}
+
+/// Serves `router` on an already-bound listener until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Grace period the binary gives in-flight requests at shutdown.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);

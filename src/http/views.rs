@@ -1,0 +1,186 @@
+//! JSON shapes of answers, built from domain values.
+
+use base64::Engine;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::domain::slicing::{Slice, SliceLimits, byte_uri, line_uri};
+use crate::domain::tokens;
+use crate::storage::meta::MemoryRecord;
+
+/// A memory's metadata and summary (never its content).
+#[derive(Serialize, ToSchema)]
+pub struct MemoryView {
+    /// SHA-256 of the content.
+    pub id: String,
+    /// Pointer to keep in context: `mem://<id>`.
+    pub uri: String,
+    /// TOOL_OUTPUT, WEB_SCRAPE, FILE_LIST, TRANSCRIPT, SUMMARY, CONTEXT, DOCUMENT, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Usually the tool name.
+    pub subtype: Option<String>,
+    /// Media type.
+    pub mime: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Tags, sorted.
+    pub tags: Vec<String>,
+    /// Thread or session link.
+    pub thread: Option<String>,
+    /// Checkpoint link.
+    pub checkpoint: Option<String>,
+    /// Directory link.
+    pub directory: Option<String>,
+    /// Content length in bytes.
+    pub bytes: u64,
+    /// Bytes the content takes in storage (compressed).
+    pub stored_bytes: u64,
+    /// Lines of content.
+    pub lines: u64,
+    /// Tokens of the content.
+    pub tokens: u64,
+    /// How `tokens` was counted.
+    pub token_method: String,
+    /// Chunks of the content (`/chunks/{n}`, n from 0).
+    pub chunks: u64,
+    /// Deterministic summary: counts, head, error-looking lines, tail.
+    pub summary: String,
+    /// Creation time (RFC 3339).
+    pub created_at: String,
+    /// Time of the latest put of this content (RFC 3339).
+    pub updated_at: String,
+    /// Time of the latest read, if any (RFC 3339; recorded in batches, about a second late).
+    pub last_accessed_at: Option<String>,
+    /// Reads so far (recorded in batches).
+    pub access_count: i64,
+}
+
+impl MemoryView {
+    /// The view of a record.
+    pub fn new(record: MemoryRecord, limits: &SliceLimits) -> Self {
+        Self {
+            uri: format!("mem://{}", record.id),
+            chunks: limits.chunk_count(record.bytes),
+            id: record.id,
+            kind: record.fields.kind,
+            subtype: record.fields.subtype,
+            mime: record.fields.mime,
+            title: record.fields.title,
+            tags: record.fields.tags,
+            thread: record.fields.thread,
+            checkpoint: record.fields.checkpoint,
+            directory: record.fields.directory,
+            bytes: record.bytes,
+            stored_bytes: record.stored_bytes,
+            lines: record.lines,
+            tokens: record.tokens,
+            token_method: tokens::ESTIMATE_METHOD.to_owned(),
+            summary: record.summary,
+            created_at: rfc3339(record.created_at),
+            updated_at: rfc3339(record.updated_at),
+            last_accessed_at: record.last_accessed_at.map(rfc3339),
+            access_count: record.access_count,
+        }
+    }
+}
+
+/// The answer to a put.
+#[derive(Serialize, ToSchema)]
+pub struct PutView {
+    /// The stored memory.
+    #[serde(flatten)]
+    pub memory: MemoryView,
+    /// True when this namespace already had this content (answered 200, not 201).
+    pub deduplicated: bool,
+    /// Tokens saved by keeping the summary and pointer instead of the content.
+    pub tokens_saved: u64,
+}
+
+/// A page of memories.
+#[derive(Serialize, ToSchema)]
+pub struct ListView {
+    /// Newest first.
+    pub memories: Vec<MemoryView>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A slice of content: lines, bytes or a chunk.
+#[derive(Serialize, ToSchema)]
+pub struct SliceView {
+    /// The memory.
+    pub id: String,
+    /// Pointer to exactly this slice.
+    pub uri: String,
+    /// First line (for byte slices: the line of the first byte).
+    pub start: u64,
+    /// Last line included (for byte slices: the line of the last byte).
+    pub end: u64,
+    /// Content offset of the first byte.
+    pub offset: u64,
+    /// Bytes in this slice.
+    pub length: u64,
+    /// Lines in the whole memory.
+    pub total_lines: u64,
+    /// Bytes in the whole memory.
+    pub total_bytes: u64,
+    /// The slice as text (invalid UTF-8 replaced by U+FFFD; see `text_base64`).
+    pub text: String,
+    /// The exact bytes, base64, present only when they are not valid UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_base64: Option<String>,
+    /// True when the byte cap cut the requested lines short; `next` continues.
+    pub truncated: bool,
+    /// Pointer to the range that follows, absent at the end.
+    pub next: Option<String>,
+    /// For chunks: this chunk's index (from 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<u64>,
+    /// For chunks: how many chunks the memory has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<u64>,
+}
+
+impl SliceView {
+    /// The view of a line slice (`lines: true`) or a byte/chunk slice.
+    pub fn new(slice: Slice, lines: bool) -> Self {
+        let length = slice.content.len() as u64;
+        let uri = if lines {
+            line_uri(&slice.id, slice.start, slice.end)
+        } else {
+            byte_uri(&slice.id, slice.offset, length)
+        };
+        let (text, text_base64) = match std::str::from_utf8(&slice.content) {
+            Ok(text) => (text.to_owned(), None),
+            Err(_) => (
+                String::from_utf8_lossy(&slice.content).into_owned(),
+                Some(base64::engine::general_purpose::STANDARD.encode(&slice.content)),
+            ),
+        };
+        Self {
+            id: slice.id.to_string(),
+            uri,
+            start: slice.start,
+            end: slice.end,
+            offset: slice.offset,
+            length,
+            total_lines: slice.total_lines,
+            total_bytes: slice.total_bytes,
+            text,
+            text_base64,
+            truncated: slice.truncated,
+            next: slice.next,
+            chunk: slice.chunk.map(|(n, _)| n),
+            chunks: slice.chunk.map(|(_, count)| count),
+        }
+    }
+}
+
+/// Unix milliseconds as RFC 3339 UTC.
+pub fn rfc3339(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}

@@ -1,0 +1,165 @@
+//! Blob store on the local file system: `blobs/ab/<sha256>.zst`, temp files in `tmp/`.
+//!
+//! Write order (durable before the answer): temp file created with O_EXCL on
+//! the same file system → written → fsync → linked into place without
+//! replacing (an existing target is a dedup hit) → fsync of the directory.
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tempfile::NamedTempFile;
+
+use super::{BlobStore, BlobWriter};
+use crate::storage::StorageError;
+
+/// Objects as files under a root directory.
+pub struct FsBlobStore {
+    root: PathBuf,
+    tmp: PathBuf,
+}
+
+impl FsBlobStore {
+    /// Opens the store, creating its directories and emptying `tmp` of
+    /// leftovers from a crash; returns the store and how many were removed.
+    pub fn open(root: PathBuf, tmp: PathBuf) -> Result<(Self, usize), StorageError> {
+        fs::create_dir_all(&root)?;
+        fs::create_dir_all(&tmp)?;
+        let mut removed = 0;
+        for entry in fs::read_dir(&tmp)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                fs::remove_dir_all(&path)?;
+            } else {
+                fs::remove_file(&path)?;
+            }
+            removed += 1;
+        }
+        Ok((Self { root, tmp }, removed))
+    }
+
+    /// Path of the object with this hash.
+    pub fn path_of(&self, hash: &str) -> PathBuf {
+        let fan = hash.get(..2).unwrap_or("00");
+        self.root.join(fan).join(format!("{hash}.zst"))
+    }
+}
+
+#[async_trait]
+impl BlobStore for FsBlobStore {
+    async fn create(&self) -> Result<Box<dyn BlobWriter>, StorageError> {
+        let tmp = self.tmp.clone();
+        let file =
+            blocking(move || tempfile::Builder::new().prefix("put-").tempfile_in(tmp)).await?;
+        Ok(Box::new(FsBlobWriter {
+            file: Some(file),
+            root: self.root.clone(),
+        }))
+    }
+
+    async fn read_range(&self, hash: &str, offset: u64, len: u64) -> Result<Bytes, StorageError> {
+        let path = self.path_of(hash);
+        let hash = hash.to_owned();
+        let len = usize::try_from(len)
+            .map_err(|_| StorageError::Io(io::Error::other("range too large")))?;
+        tokio::task::spawn_blocking(move || {
+            let file = File::open(&path).map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => StorageError::MissingObject(hash.clone()),
+                _ => StorageError::from(e),
+            })?;
+            let mut buf = vec![0; len];
+            file.read_exact_at(&mut buf, offset)
+                .map_err(|e| match e.kind() {
+                    io::ErrorKind::UnexpectedEof => StorageError::Truncated(hash.clone()),
+                    _ => StorageError::from(e),
+                })?;
+            Ok(Bytes::from(buf))
+        })
+        .await
+        .map_err(|e| StorageError::Io(io::Error::other(e)))?
+    }
+
+    async fn delete(&self, hash: &str) -> Result<(), StorageError> {
+        let path = self.path_of(hash);
+        blocking(move || match fs::remove_file(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        })
+        .await
+    }
+
+    async fn ping(&self) -> Result<(), StorageError> {
+        let (root, tmp) = (self.root.clone(), self.tmp.clone());
+        blocking(move || {
+            for dir in [root, tmp] {
+                if !fs::metadata(&dir)?.is_dir() {
+                    return Err(io::Error::other(format!(
+                        "{} is not a directory",
+                        dir.display()
+                    )));
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// A temp file that becomes an object at commit (or disappears when dropped).
+struct FsBlobWriter {
+    file: Option<NamedTempFile>,
+    root: PathBuf,
+}
+
+#[async_trait]
+impl BlobWriter for FsBlobWriter {
+    async fn write(&mut self, data: Bytes) -> Result<(), StorageError> {
+        let mut file = self
+            .file
+            .take()
+            .ok_or_else(|| StorageError::Io(io::Error::other("write after a failed write")))?;
+        let file = blocking(move || file.write_all(&data).map(|()| file)).await?;
+        self.file = Some(file);
+        Ok(())
+    }
+
+    async fn commit(mut self: Box<Self>, hash: &str) -> Result<(), StorageError> {
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| StorageError::Io(io::Error::other("commit after a failed write")))?;
+        let fan = self.root.join(hash.get(..2).unwrap_or("00"));
+        let target = fan.join(format!("{hash}.zst"));
+        let root = self.root.clone();
+        blocking(move || {
+            file.as_file().sync_all()?;
+            if !fan.is_dir() {
+                fs::create_dir_all(&fan)?;
+                sync_dir(&root)?;
+            }
+            match file.persist_noclobber(&target) {
+                Ok(_) => sync_dir(&fan),
+                // Already stored by an earlier or concurrent put: ours is dropped.
+                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(e.error),
+            }
+        })
+        .await
+    }
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> Result<T, StorageError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StorageError::Io(io::Error::other(e)))?
+        .map_err(StorageError::from)
+}

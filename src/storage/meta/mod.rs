@@ -1,0 +1,218 @@
+//! The metadata store: memories, objects, frame indexes and inline content.
+
+use async_trait::async_trait;
+
+use super::StorageError;
+
+pub mod sqlite;
+mod sqlite_writer;
+
+/// Where an object's bytes live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Small content kept as is in the metadata store.
+    Raw,
+    /// A seekable zstd object kept in the metadata store.
+    Inline,
+    /// A seekable zstd object in the blob store.
+    Blob,
+}
+
+impl Layout {
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Raw => "raw",
+            Self::Inline => "inline",
+            Self::Blob => "blob",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "raw" => Some(Self::Raw),
+            "inline" => Some(Self::Inline),
+            "blob" => Some(Self::Blob),
+            _ => None,
+        }
+    }
+}
+
+/// One zstd frame of an object: which content it holds and where it is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameEntry {
+    /// Offset of the frame's first byte in the content.
+    pub content_offset: u64,
+    /// Content bytes in the frame.
+    pub content_len: u32,
+    /// Line number of the frame's first byte (newlines before it, plus one).
+    pub first_line: u64,
+    /// Offset of the compressed frame in the stored object.
+    pub stored_offset: u64,
+    /// Length of the compressed frame.
+    pub stored_len: u32,
+}
+
+/// An object: the stored form of one content, shared by every memory of it.
+#[derive(Clone, Debug)]
+pub struct ObjectRecord {
+    /// SHA-256 of the content, hex.
+    pub hash: String,
+    /// Content length.
+    pub bytes: u64,
+    /// Number of lines of the content.
+    pub lines: u64,
+    /// Bytes it takes in storage.
+    pub stored_bytes: u64,
+    /// Where its bytes live.
+    pub layout: Layout,
+    /// The content (`Raw`) or the seekable object (`Inline`); `None` for `Blob`.
+    pub data: Option<Vec<u8>>,
+    /// Frame index (empty for `Raw`).
+    pub frames: Vec<FrameEntry>,
+}
+
+/// The descriptive fields of a memory, as given at put.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryFields {
+    /// TOOL_OUTPUT, WEB_SCRAPE, ...
+    pub kind: String,
+    /// Usually the tool name.
+    pub subtype: Option<String>,
+    /// Media type of the content.
+    pub mime: String,
+    /// Short human title.
+    pub title: Option<String>,
+    /// Free tags.
+    pub tags: Vec<String>,
+    /// Thread or session link.
+    pub thread: Option<String>,
+    /// Checkpoint link.
+    pub checkpoint: Option<String>,
+    /// Directory link.
+    pub directory: Option<String>,
+}
+
+/// A memory as stored, joined with its object's sizes.
+#[derive(Clone, Debug)]
+pub struct MemoryRecord {
+    /// Owning namespace.
+    pub namespace: String,
+    /// Content hash.
+    pub id: String,
+    /// Descriptive fields.
+    pub fields: MemoryFields,
+    /// Content length.
+    pub bytes: u64,
+    /// Stored length.
+    pub stored_bytes: u64,
+    /// Lines of content.
+    pub lines: u64,
+    /// Token count of the content.
+    pub tokens: u64,
+    /// Deterministic summary.
+    pub summary: String,
+    /// Creation time, Unix milliseconds.
+    pub created_at: i64,
+    /// Last put of the same content, Unix milliseconds.
+    pub updated_at: i64,
+    /// Last read, Unix milliseconds.
+    pub last_accessed_at: Option<i64>,
+    /// Number of reads.
+    pub access_count: i64,
+}
+
+/// What a put writes: the object (if new) and the memory (or a merge into it).
+#[derive(Clone, Debug)]
+pub struct NewMemory {
+    /// Owning namespace.
+    pub namespace: String,
+    /// Descriptive fields.
+    pub fields: MemoryFields,
+    /// Token count of the content.
+    pub tokens: u64,
+    /// Deterministic summary.
+    pub summary: String,
+    /// Time of the put, Unix milliseconds.
+    pub now: i64,
+    /// The object; its hash is the memory id.
+    pub object: ObjectRecord,
+}
+
+/// Result of a put at the metadata level.
+#[derive(Clone, Debug)]
+pub struct PutOutcome {
+    /// True when the memory did not exist in the namespace before.
+    pub created: bool,
+    /// The memory after the put.
+    pub record: MemoryRecord,
+}
+
+/// Filters and page of a listing.
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    /// Namespace to list.
+    pub namespace: String,
+    /// Exact type.
+    pub kind: Option<String>,
+    /// Exact subtype.
+    pub subtype: Option<String>,
+    /// Memories carrying this tag.
+    pub tag: Option<String>,
+    /// Exact thread.
+    pub thread: Option<String>,
+    /// Exact checkpoint.
+    pub checkpoint: Option<String>,
+    /// Exact directory.
+    pub directory: Option<String>,
+    /// Created at or after (Unix ms).
+    pub since: Option<i64>,
+    /// Created before (Unix ms).
+    pub until: Option<i64>,
+    /// Continue after this (created_at, id).
+    pub after: Option<(i64, String)>,
+    /// Page size.
+    pub limit: u32,
+}
+
+/// Reads to add to a memory's access statistics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessUpdate {
+    /// Namespace of the memory.
+    pub namespace: String,
+    /// Memory id.
+    pub id: String,
+    /// Time of the latest read, Unix milliseconds.
+    pub at: i64,
+    /// Reads since the last flush.
+    pub count: i64,
+}
+
+/// Metadata storage. Implementations: SQLite (default); PostgreSQL later.
+#[async_trait]
+pub trait MetaStore: Send + Sync {
+    /// Stores the object if new and creates the memory, or merges into it.
+    async fn put(&self, memory: NewMemory) -> Result<PutOutcome, StorageError>;
+    /// One memory of a namespace.
+    async fn get(&self, namespace: &str, id: &str) -> Result<Option<MemoryRecord>, StorageError>;
+    /// Up to `limit` ids of the namespace starting with `prefix`.
+    async fn ids_with_prefix(
+        &self,
+        namespace: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, StorageError>;
+    /// A page of memories, newest first.
+    async fn list(&self, query: &ListQuery) -> Result<Vec<MemoryRecord>, StorageError>;
+    /// Deletes a memory; false when there was none.
+    async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError>;
+    /// An object with its frame index and inline data.
+    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError>;
+    /// Adds batched read statistics.
+    async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError>;
+    /// Checks that the store answers.
+    async fn ping(&self) -> Result<(), StorageError>;
+    /// Flushes and closes.
+    async fn close(&self);
+}

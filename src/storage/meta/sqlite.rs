@@ -1,0 +1,284 @@
+//! SQLite metadata store (the embedded default): WAL, durable commits, group commit.
+//!
+//! Reads go through a small connection pool; every write goes through one
+//! writer task that commits the writes arriving together in one transaction
+//! (see [`super::sqlite_writer`]).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Row, SqlitePool};
+use tokio::sync::{mpsc, oneshot};
+
+use super::sqlite_writer::{self, WriteCommand};
+use super::{
+    AccessUpdate, FrameEntry, Layout, ListQuery, MemoryFields, MemoryRecord, MetaStore, NewMemory,
+    ObjectRecord, PutOutcome,
+};
+use crate::storage::StorageError;
+
+/// Columns of a memory joined with its object, in the order [`memory_from_row`] reads.
+pub(super) const MEMORY_SELECT: &str = "SELECT m.namespace, m.id, m.type, m.subtype, m.mime, m.title, \
+     m.thread, m.checkpoint, m.directory, m.tokens, m.summary, m.created_at, m.updated_at, \
+     m.last_accessed_at, m.access_count, o.bytes, o.stored_bytes, o.lines, \
+     (SELECT json_group_array(tag) FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id) AS tags \
+     FROM memories m JOIN objects o ON o.hash = m.id";
+
+/// The SQLite implementation of [`MetaStore`].
+pub struct SqliteMetaStore {
+    read: SqlitePool,
+    writer: mpsc::Sender<WriteCommand>,
+    writer_task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl SqliteMetaStore {
+    /// Opens (creating if needed) the database at `url` and applies the migrations.
+    pub async fn open(url: &str) -> Result<Self, StorageError> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(10))
+            .pragma("cache_size", "-16000");
+        let read = SqlitePoolOptions::new()
+            .max_connections(4)
+            .min_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        sqlx::migrate!("migrations/sqlite")
+            .run(&read)
+            .await
+            .map_err(|e| StorageError::Database(format!("migration failed: {e}")))?;
+        let (writer, task) = sqlite_writer::spawn(options).await?;
+        Ok(Self {
+            read,
+            writer,
+            writer_task: tokio::sync::Mutex::new(Some(task)),
+        })
+    }
+
+    async fn send<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, StorageError>>) -> WriteCommand,
+    ) -> Result<T, StorageError> {
+        let (tx, rx) = oneshot::channel();
+        self.writer
+            .send(make(tx))
+            .await
+            .map_err(|_| StorageError::Unavailable("metadata writer stopped".into()))?;
+        rx.await
+            .map_err(|_| StorageError::Unavailable("metadata writer stopped".into()))?
+    }
+}
+
+#[async_trait]
+impl MetaStore for SqliteMetaStore {
+    async fn put(&self, memory: NewMemory) -> Result<PutOutcome, StorageError> {
+        self.send(|reply| WriteCommand::Put(Box::new(memory), reply))
+            .await
+    }
+
+    async fn get(&self, namespace: &str, id: &str) -> Result<Option<MemoryRecord>, StorageError> {
+        let sql = format!("{MEMORY_SELECT} WHERE m.namespace = ? AND m.id = ?");
+        let row = sqlx::query(&sql)
+            .bind(namespace)
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?;
+        row.map(|r| memory_from_row(&r)).transpose()
+    }
+
+    async fn ids_with_prefix(
+        &self,
+        namespace: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, StorageError> {
+        // Hex prefixes: every id starting with `prefix` sorts in [prefix, prefix + "g").
+        let upper = format!("{prefix}g");
+        let rows = sqlx::query(
+            "SELECT id FROM memories WHERE namespace = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
+        )
+        .bind(namespace)
+        .bind(prefix)
+        .bind(upper)
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>(0).map_err(Into::into))
+            .collect()
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<MemoryRecord>, StorageError> {
+        let mut sql = sqlx::QueryBuilder::new(MEMORY_SELECT);
+        sql.push(" WHERE m.namespace = ")
+            .push_bind(&query.namespace);
+        let exact = [
+            ("m.type", &query.kind),
+            ("m.subtype", &query.subtype),
+            ("m.thread", &query.thread),
+            ("m.checkpoint", &query.checkpoint),
+            ("m.directory", &query.directory),
+        ];
+        for (column, value) in exact {
+            if let Some(value) = value {
+                sql.push(format!(" AND {column} = ")).push_bind(value);
+            }
+        }
+        if let Some(tag) = &query.tag {
+            sql.push(" AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id AND t.tag = ")
+                .push_bind(tag)
+                .push(")");
+        }
+        if let Some(since) = query.since {
+            sql.push(" AND m.created_at >= ").push_bind(since);
+        }
+        if let Some(until) = query.until {
+            sql.push(" AND m.created_at < ").push_bind(until);
+        }
+        if let Some((created, id)) = &query.after {
+            sql.push(" AND (m.created_at < ")
+                .push_bind(*created)
+                .push(" OR (m.created_at = ")
+                .push_bind(*created)
+                .push(" AND m.id < ")
+                .push_bind(id)
+                .push("))");
+        }
+        sql.push(" ORDER BY m.created_at DESC, m.id DESC LIMIT ")
+            .push_bind(i64::from(query.limit));
+        let rows = sql.build().fetch_all(&self.read).await?;
+        rows.iter().map(memory_from_row).collect()
+    }
+
+    async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError> {
+        let (namespace, id) = (namespace.to_owned(), id.to_owned());
+        self.send(|reply| WriteCommand::Delete {
+            namespace,
+            id,
+            reply,
+        })
+        .await
+    }
+
+    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
+        let Some(row) = sqlx::query(
+            "SELECT hash, bytes, lines, stored_bytes, layout, data FROM objects WHERE hash = ?",
+        )
+        .bind(hash)
+        .fetch_optional(&self.read)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let layout_name: String = row.try_get("layout")?;
+        let layout = Layout::parse(&layout_name)
+            .ok_or_else(|| StorageError::Database(format!("unknown layout `{layout_name}`")))?;
+        let frames = if layout == Layout::Raw {
+            Vec::new()
+        } else {
+            sqlx::query(
+                "SELECT content_offset, content_len, first_line, stored_offset, stored_len \
+                 FROM frames WHERE hash = ? ORDER BY idx",
+            )
+            .bind(hash)
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(frame_from_row)
+            .collect::<Result<_, _>>()?
+        };
+        Ok(Some(ObjectRecord {
+            hash: row.try_get("hash")?,
+            bytes: to_u64(row.try_get("bytes")?),
+            lines: to_u64(row.try_get("lines")?),
+            stored_bytes: to_u64(row.try_get("stored_bytes")?),
+            layout,
+            data: row.try_get("data")?,
+            frames,
+        }))
+    }
+
+    async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {
+        self.send(|reply| WriteCommand::Access(updates, reply))
+            .await
+    }
+
+    async fn ping(&self) -> Result<(), StorageError> {
+        sqlx::query("SELECT 1").execute(&self.read).await?;
+        if self.writer.is_closed() {
+            return Err(StorageError::Unavailable("metadata writer stopped".into()));
+        }
+        Ok(())
+    }
+
+    async fn close(&self) {
+        if let Some(task) = self.writer_task.lock().await.take() {
+            let (tx, rx) = oneshot::channel();
+            if self.writer.send(WriteCommand::Shutdown(tx)).await.is_ok() {
+                let _ = rx.await;
+            }
+            let _ = task.await;
+        }
+        self.read.close().await;
+    }
+}
+
+/// Reads a memory row selected with [`MEMORY_SELECT`].
+pub(super) fn memory_from_row(row: &SqliteRow) -> Result<MemoryRecord, StorageError> {
+    let tags_json: Option<String> = row.try_get("tags")?;
+    let mut tags: Vec<String> = match tags_json {
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|e| StorageError::Database(format!("bad tag list: {e}")))?,
+        None => Vec::new(),
+    };
+    tags.sort();
+    Ok(MemoryRecord {
+        namespace: row.try_get("namespace")?,
+        id: row.try_get("id")?,
+        fields: MemoryFields {
+            kind: row.try_get("type")?,
+            subtype: row.try_get("subtype")?,
+            mime: row.try_get("mime")?,
+            title: row.try_get("title")?,
+            tags,
+            thread: row.try_get("thread")?,
+            checkpoint: row.try_get("checkpoint")?,
+            directory: row.try_get("directory")?,
+        },
+        bytes: to_u64(row.try_get("bytes")?),
+        stored_bytes: to_u64(row.try_get("stored_bytes")?),
+        lines: to_u64(row.try_get("lines")?),
+        tokens: to_u64(row.try_get("tokens")?),
+        summary: row.try_get("summary")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        last_accessed_at: row.try_get("last_accessed_at")?,
+        access_count: row.try_get("access_count")?,
+    })
+}
+
+fn frame_from_row(row: &SqliteRow) -> Result<FrameEntry, StorageError> {
+    Ok(FrameEntry {
+        content_offset: to_u64(row.try_get("content_offset")?),
+        content_len: u32::try_from(row.try_get::<i64, _>("content_len")?).unwrap_or(0),
+        first_line: to_u64(row.try_get("first_line")?),
+        stored_offset: to_u64(row.try_get("stored_offset")?),
+        stored_len: u32::try_from(row.try_get::<i64, _>("stored_len")?).unwrap_or(0),
+    })
+}
+
+/// SQLite stores integers as i64; sizes are never negative.
+pub(super) fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// u64 sizes into SQLite's i64.
+pub(super) fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}

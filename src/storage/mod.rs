@@ -1,0 +1,43 @@
+//! Storage backends behind traits: objects ([`blob`]) and metadata ([`meta`]).
+
+pub mod blob;
+pub mod meta;
+
+/// A failure of a storage backend.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The disk (or bucket) is full.
+    #[error("no space left for the object")]
+    Full,
+    /// An object the metadata refers to is missing.
+    #[error("object {0} is missing from the blob store")]
+    MissingObject(String),
+    /// An object is shorter than its frame index says.
+    #[error("object {0} is truncated")]
+    Truncated(String),
+    /// A file-system failure.
+    #[error("I/O error: {0}")]
+    Io(#[source] std::io::Error),
+    /// A metadata-store failure.
+    #[error("metadata store error: {0}")]
+    Database(String),
+    /// The backend is shutting down or unreachable.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<std::io::Error> for StorageError {
+    fn from(err: std::io::Error) -> Self {
+        if err.kind() == std::io::ErrorKind::StorageFull {
+            Self::Full
+        } else {
+            Self::Io(err)
+        }
+    }
+}
+
+impl From<sqlx::Error> for StorageError {
+    fn from(err: sqlx::Error) -> Self {
+        Self::Database(err.to_string())
+    }
+}
