@@ -1,0 +1,343 @@
+//! Test harness: the real router in-process over a temp data directory.
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use bytes::Bytes;
+use cairn::app::App;
+use cairn::config::Config;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// A running application with its data directory.
+pub struct TestApp {
+    pub router: Router,
+    pub app: Option<App>,
+    pub dir: tempfile::TempDir,
+}
+
+/// An answer, fully read.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl Resp {
+    /// The body as JSON (panics with the body text when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// `error.code` of an error answer.
+    pub fn error_code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// An app with default settings.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// An app whose settings `tune` adjusts (e.g. tiny frames to exercise many frames).
+pub async fn spawn_app_with(tune: impl FnOnce(&mut Config)) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::with_data_dir(dir.path());
+    tune(&mut config);
+    let app = App::build(&config).await.unwrap();
+    TestApp {
+        router: app.router(),
+        app: Some(app),
+        dir,
+    }
+}
+
+impl TestApp {
+    /// Sends a request through the router.
+    pub async fn send(&self, request: Request<Body>) -> Resp {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, uri: &str) -> Resp {
+        self.send(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+    }
+
+    /// GET with extra headers.
+    pub async fn get_with(&self, uri: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut request = Request::get(uri);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.send(request.body(Body::empty()).unwrap()).await
+    }
+
+    pub async fn delete(&self, uri: &str) -> Resp {
+        self.send(
+            Request::builder()
+                .method(Method::DELETE)
+                .uri(uri)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// POST /v1/memories with a JSON body.
+    pub async fn put_json(&self, body: Value) -> Resp {
+        self.send(
+            Request::post("/v1/memories")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// POST /v1/memories with a raw body; `query` is appended after `?` if not empty.
+    pub async fn put_raw(&self, query: &str, content: impl Into<Bytes>) -> Resp {
+        let uri = if query.is_empty() {
+            "/v1/memories".to_owned()
+        } else {
+            format!("/v1/memories?{query}")
+        };
+        self.send(
+            Request::post(uri)
+                .header(header::CONTENT_TYPE, "application/octet-stream")
+                .body(Body::from(content.into()))
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Puts raw content and returns its id (asserting 201 or 200).
+    pub async fn put_id(&self, content: impl Into<Bytes>) -> String {
+        let resp = self.put_raw("", content).await;
+        assert!(resp.status.is_success(), "put failed: {resp:?}");
+        resp.json()["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Closes the stores (flushes batched statistics).
+    pub async fn shutdown(mut self) {
+        if let Some(app) = self.app.take() {
+            app.shutdown().await;
+        }
+    }
+}
+
+/// Settings that make objects multi-frame blobs even for small test content.
+pub fn tiny_frames(config: &mut Config) {
+    config.frame_bytes = 64;
+    config.inline_max_bytes = 16;
+    config.inline_object_max_bytes = 0;
+}
+
+// ---------------------------------------------------------------------------
+// Additions for the API test modules (the functions above keep their behaviour).
+// ---------------------------------------------------------------------------
+
+/// The id Cairn gives `content`: its SHA-256 in lowercase hex.
+pub fn sha256_hex(content: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(content))
+}
+
+/// Percent-encodes `text` for use as one query-parameter value.
+pub fn enc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Deterministic, poorly compressible text: lines of pseudo-random hex of
+/// varying length (some empty), `len` bytes in all, ending with a newline.
+pub fn noise_lines(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        let line_len = (next() % 160) as usize;
+        for _ in 0..line_len {
+            out.push(b"0123456789abcdef"[(next() % 16) as usize]);
+        }
+        out.push(b'\n');
+    }
+    out.truncate(len);
+    if let Some(last) = out.last_mut() {
+        *last = b'\n';
+    }
+    out
+}
+
+/// The lines of `content` as Cairn counts them: each ends after its `\n`; a
+/// last line without `\n` still counts.
+pub fn split_lines(content: &[u8]) -> Vec<&[u8]> {
+    content.split_inclusive(|b| *b == b'\n').collect()
+}
+
+impl Resp {
+    /// Asserts an error answer: this status, a JSON body
+    /// `{"error": {"code": <code>, "message": <non-empty>}}`; returns `error`.
+    #[track_caller]
+    pub fn assert_error(&self, status: StatusCode, code: &str) -> Value {
+        assert_eq!(
+            self.status,
+            status,
+            "expected {status} {code}, got {}: {}",
+            self.status,
+            String::from_utf8_lossy(&self.body)
+        );
+        let content_type = self.header("content-type").unwrap_or_default();
+        assert!(
+            content_type.starts_with("application/json"),
+            "error answers are JSON, got content type `{content_type}`"
+        );
+        let body = self.json();
+        let error = body["error"].clone();
+        assert_eq!(error["code"], code, "unexpected error body: {body}");
+        assert!(
+            error["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "error without a message: {body}"
+        );
+        error
+    }
+
+    /// The body as text (panics when it is not UTF-8).
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).expect("body is not UTF-8")
+    }
+}
+
+impl TestApp {
+    /// Where the file blob store keeps the object of `id`.
+    pub fn blob_path(&self, id: &str) -> std::path::PathBuf {
+        self.dir
+            .path()
+            .join("blobs")
+            .join(&id[..2])
+            .join(format!("{id}.zst"))
+    }
+
+    /// POST `uri` with a body and, if given, a Content-Type and extra headers.
+    pub async fn post(
+        &self,
+        uri: &str,
+        content_type: Option<&str>,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+    ) -> Resp {
+        let mut request = Request::post(uri);
+        if let Some(content_type) = content_type {
+            request = request.header(header::CONTENT_TYPE, content_type);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.send(request.body(Body::from(body.into())).unwrap())
+            .await
+    }
+
+    /// POST /v1/memories with a JSON body sent as the caller with API key `key`.
+    pub async fn put_json_as(&self, key: &str, body: Value) -> Resp {
+        let bearer = format!("Bearer {key}");
+        self.post(
+            "/v1/memories",
+            Some("application/json"),
+            &[("authorization", &bearer)],
+            body.to_string(),
+        )
+        .await
+    }
+
+    /// GET as the caller with API key `key`.
+    pub async fn get_as(&self, uri: &str, key: &str) -> Resp {
+        let bearer = format!("Bearer {key}");
+        self.get_with(uri, &[("authorization", &bearer)]).await
+    }
+
+    /// DELETE as the caller with API key `key`.
+    pub async fn delete_as(&self, uri: &str, key: &str) -> Resp {
+        self.send(
+            Request::builder()
+                .method(Method::DELETE)
+                .uri(uri)
+                .header(header::AUTHORIZATION, format!("Bearer {key}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Puts `content` as a JSON body with extra fields; asserts 201 and returns the answer.
+    pub async fn put_text(&self, content: &str, fields: Value) -> Value {
+        let mut body = serde_json::json!({ "content": content });
+        if let (Some(body), Some(fields)) = (body.as_object_mut(), fields.as_object()) {
+            body.extend(fields.clone());
+        }
+        let resp = self.put_json(body).await;
+        assert_eq!(
+            resp.status,
+            StatusCode::CREATED,
+            "put failed: {}",
+            String::from_utf8_lossy(&resp.body)
+        );
+        resp.json()
+    }
+}
+
+/// Generates, for each named `async fn(&TestApp)` of the calling module, one
+/// test with default settings (`default_layout::<name>`) and one where every
+/// object is a multi-frame blob (`multi_frame_layout::<name>`).
+macro_rules! in_both_layouts {
+    ($($name:ident),+ $(,)?) => {
+        mod default_layout {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let app = crate::helpers::spawn_app().await;
+                    super::$name(&app).await;
+                }
+            )+
+        }
+        mod multi_frame_layout {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let app = crate::helpers::spawn_app_with(crate::helpers::tiny_frames).await;
+                    super::$name(&app).await;
+                }
+            )+
+        }
+    };
+}
+pub(crate) use in_both_layouts;

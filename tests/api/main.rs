@@ -1,0 +1,3 @@
+//! API tests: the real router, in-process, over temp data directories.
+
+mod helpers;
