@@ -26,7 +26,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the HTTP service.
-    Serve(Config),
+    Serve(Box<Config>),
     /// Print the OpenAPI document (as committed in openapi/openapi.json).
     Openapi,
 }

@@ -1,6 +1,8 @@
 //! Durability: SIGKILL the real server while puts are in flight, restart it on
 //! the same data directory, and every acknowledged put reads back identically.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

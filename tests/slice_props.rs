@@ -1,6 +1,8 @@
 //! Property tests: for random content and random ranges, line, byte and chunk
 //! slices served through the router equal the same slices of the original bytes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use base64::Engine;

@@ -182,11 +182,7 @@ fn render(header: &str, sections: &[(&str, Vec<(u64, String)>)]) -> String {
         .flat_map(|(_, l)| l.iter().map(|(n, _)| n.to_string().len() + 4))
         .sum();
     let room = SUMMARY_CHARS.saturating_sub(header.len() + labels + numbers + 1);
-    let per_line = if shown == 0 {
-        0
-    } else {
-        (room / shown).max(16)
-    };
+    let per_line = room.checked_div(shown).map_or(0, |n| n.max(16));
     let mut out = header.to_owned();
     for (name, lines) in sections {
         if !name.is_empty() {

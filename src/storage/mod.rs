@@ -38,6 +38,13 @@ impl From<std::io::Error> for StorageError {
 
 impl From<sqlx::Error> for StorageError {
     fn from(err: sqlx::Error) -> Self {
-        Self::Database(err.to_string())
+        match &err {
+            // SQLITE_FULL (13): the disk holding the database is full.
+            sqlx::Error::Database(db) if db.code().as_deref() == Some("13") => Self::Full,
+            sqlx::Error::PoolClosed | sqlx::Error::PoolTimedOut => {
+                Self::Unavailable(err.to_string())
+            }
+            _ => Self::Database(err.to_string()),
+        }
     }
 }

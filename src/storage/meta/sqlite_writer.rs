@@ -36,7 +36,7 @@ pub(super) enum WriteCommand {
 
 /// A command's outcome waiting for the batch commit.
 enum Done {
-    Put(Reply<PutOutcome>, Result<PutOutcome, StorageError>),
+    Put(Reply<PutOutcome>, Box<Result<PutOutcome, StorageError>>),
     Delete(Reply<bool>, Result<bool, StorageError>),
     Access(Reply<()>, Result<(), StorageError>),
 }
@@ -45,7 +45,7 @@ impl Done {
     fn fail_if_ok(self, error: &str) -> Self {
         let fail = || StorageError::Database(error.to_owned());
         match self {
-            Self::Put(r, Ok(_)) => Self::Put(r, Err(fail())),
+            Self::Put(r, result) if result.is_ok() => Self::Put(r, Box::new(Err(fail()))),
             Self::Delete(r, Ok(_)) => Self::Delete(r, Err(fail())),
             Self::Access(r, Ok(())) => Self::Access(r, Err(fail())),
             other => other,
@@ -55,7 +55,7 @@ impl Done {
     fn send(self) {
         // A caller that went away no longer needs its answer.
         match self {
-            Self::Put(r, v) => drop(r.send(v)),
+            Self::Put(r, v) => drop(r.send(*v)),
             Self::Delete(r, v) => drop(r.send(v)),
             Self::Access(r, v) => drop(r.send(v)),
         }
@@ -114,7 +114,7 @@ async fn apply(conn: &mut SqliteConnection, command: WriteCommand) -> Option<Don
     // Should the savepoint itself fail, the command fails the same way right after.
     let _ = sqlx::query("SAVEPOINT cmd").execute(&mut *conn).await;
     let done = match command {
-        WriteCommand::Put(memory, reply) => Done::Put(reply, put(conn, &memory).await),
+        WriteCommand::Put(memory, reply) => Done::Put(reply, Box::new(put(conn, &memory).await)),
         WriteCommand::Delete {
             namespace,
             id,
