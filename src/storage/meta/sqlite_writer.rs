@@ -2,8 +2,9 @@
 //!
 //! One SQLite commit costs an fsync (~120 µs here) whether it carries one row
 //! or hundreds, so the writer drains its queue and commits the whole batch in
-//! one transaction. Each command runs under its own savepoint: one failing
-//! command does not fail its batch neighbours.
+//! one transaction. Should any command of a batch fail, the batch is rolled
+//! back and its commands run again one transaction each, so one failing
+//! command never fails its neighbours.
 
 use sqlx::Connection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
@@ -34,30 +35,24 @@ pub(super) enum WriteCommand {
     Shutdown(oneshot::Sender<()>),
 }
 
-/// A command's outcome waiting for the batch commit.
-enum Done {
-    Put(Reply<PutOutcome>, Box<Result<PutOutcome, StorageError>>),
-    Delete(Reply<bool>, Result<bool, StorageError>),
-    Access(Reply<()>, Result<(), StorageError>),
+/// What a command produced, before its transaction commits.
+enum Outcome {
+    Put(Box<PutOutcome>),
+    Delete(bool),
+    Access,
 }
 
-impl Done {
-    fn fail_if_ok(self, error: &str) -> Self {
-        let fail = || StorageError::Database(error.to_owned());
-        match self {
-            Self::Put(r, result) if result.is_ok() => Self::Put(r, Box::new(Err(fail()))),
-            Self::Delete(r, Ok(_)) => Self::Delete(r, Err(fail())),
-            Self::Access(r, Ok(())) => Self::Access(r, Err(fail())),
-            other => other,
-        }
-    }
-
-    fn send(self) {
-        // A caller that went away no longer needs its answer.
-        match self {
-            Self::Put(r, v) => drop(r.send(*v)),
-            Self::Delete(r, v) => drop(r.send(v)),
-            Self::Access(r, v) => drop(r.send(v)),
+impl WriteCommand {
+    /// Answers the caller (who may have gone away: then nobody needs it).
+    fn answer(self, outcome: Result<Outcome, StorageError>) {
+        match (self, outcome) {
+            (Self::Put(_, reply), Ok(Outcome::Put(out))) => drop(reply.send(Ok(*out))),
+            (Self::Delete { reply, .. }, Ok(Outcome::Delete(found))) => drop(reply.send(Ok(found))),
+            (Self::Access(_, reply), Ok(Outcome::Access)) => drop(reply.send(Ok(()))),
+            (Self::Put(_, reply), Err(e)) => drop(reply.send(Err(e))),
+            (Self::Delete { reply, .. }, Err(e)) => drop(reply.send(Err(e))),
+            (Self::Access(_, reply), Err(e)) => drop(reply.send(Err(e))),
+            (Self::Shutdown(_), _) | (_, Ok(_)) => {}
         }
     }
 }
@@ -83,25 +78,34 @@ async fn run(mut conn: SqliteConnection, mut rx: mpsc::Receiver<WriteCommand>) {
                 Err(_) => break,
             }
         }
-        let mut done = Vec::with_capacity(batch.len());
-        let began = sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await;
-        for command in batch.drain(..) {
-            match command {
-                WriteCommand::Shutdown(ack) => stop = Some(ack),
-                other => done.extend(apply(&mut conn, other).await),
+        if let Some(index) = batch
+            .iter()
+            .position(|c| matches!(c, WriteCommand::Shutdown(_)))
+        {
+            if let WriteCommand::Shutdown(ack) = batch.swap_remove(index) {
+                stop = Some(ack);
             }
         }
-        let committed = match began {
-            Ok(_) => sqlx::query("COMMIT").execute(&mut conn).await.map(|_| ()),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = committed {
-            tracing::error!(error = %e, "metadata commit failed");
-            let _ = sqlx::query("ROLLBACK").execute(&mut conn).await;
-            let message = format!("commit failed: {e}");
-            done = done.into_iter().map(|d| d.fail_if_ok(&message)).collect();
+        match transaction(&mut conn, &batch).await {
+            Ok(outcomes) => {
+                for (command, outcome) in batch.drain(..).zip(outcomes) {
+                    command.answer(Ok(outcome));
+                }
+            }
+            Err(e) if batch.len() > 1 => {
+                tracing::warn!(error = %e, commands = batch.len(), "batch failed; retrying its commands one by one");
+                for command in batch.drain(..) {
+                    let outcome = transaction(&mut conn, std::slice::from_ref(&command)).await;
+                    command.answer(outcome.map(|mut o| o.remove(0)));
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "metadata write failed");
+                for command in batch.drain(..) {
+                    command.answer(Err(StorageError::Database(e.to_string())));
+                }
+            }
         }
-        done.into_iter().for_each(Done::send);
     }
     let _ = conn.close().await;
     if let Some(ack) = stop {
@@ -109,30 +113,39 @@ async fn run(mut conn: SqliteConnection, mut rx: mpsc::Receiver<WriteCommand>) {
     }
 }
 
-/// Runs one command under a savepoint, so that its failure undoes only itself.
-async fn apply(conn: &mut SqliteConnection, command: WriteCommand) -> Option<Done> {
-    // Should the savepoint itself fail, the command fails the same way right after.
-    let _ = sqlx::query("SAVEPOINT cmd").execute(&mut *conn).await;
-    let done = match command {
-        WriteCommand::Put(memory, reply) => Done::Put(reply, Box::new(put(conn, &memory).await)),
-        WriteCommand::Delete {
-            namespace,
-            id,
-            reply,
-        } => Done::Delete(reply, delete(conn, &namespace, &id).await),
-        WriteCommand::Access(updates, reply) => Done::Access(reply, access(conn, &updates).await),
-        WriteCommand::Shutdown(_) => return None,
-    };
-    let ok = match &done {
-        Done::Put(_, r) => r.is_ok(),
-        Done::Delete(_, r) => r.is_ok(),
-        Done::Access(_, r) => r.is_ok(),
-    };
-    if !ok {
-        let _ = sqlx::query("ROLLBACK TO cmd").execute(&mut *conn).await;
+/// Runs `commands` in one transaction; on any error nothing of it stays.
+async fn transaction(
+    conn: &mut SqliteConnection,
+    commands: &[WriteCommand],
+) -> Result<Vec<Outcome>, StorageError> {
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+    let mut outcomes = Vec::with_capacity(commands.len());
+    for command in commands {
+        let outcome = match command {
+            WriteCommand::Put(memory, _) => {
+                put(conn, memory).await.map(|o| Outcome::Put(Box::new(o)))
+            }
+            WriteCommand::Delete { namespace, id, .. } => {
+                delete(conn, namespace, id).await.map(Outcome::Delete)
+            }
+            WriteCommand::Access(updates, _) => {
+                access(conn, updates).await.map(|()| Outcome::Access)
+            }
+            WriteCommand::Shutdown(_) => continue,
+        };
+        match outcome {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(e) => {
+                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+                return Err(e);
+            }
+        }
     }
-    let _ = sqlx::query("RELEASE cmd").execute(&mut *conn).await;
-    Some(done)
+    if let Err(e) = sqlx::query("COMMIT").execute(&mut *conn).await {
+        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+        return Err(e.into());
+    }
+    Ok(outcomes)
 }
 
 async fn put(conn: &mut SqliteConnection, memory: &NewMemory) -> Result<PutOutcome, StorageError> {
@@ -170,13 +183,29 @@ async fn put(conn: &mut SqliteConnection, memory: &NewMemory) -> Result<PutOutco
         }
     }
     let (ns, id, f) = (&memory.namespace, &object.hash, &memory.fields);
-    let exists = sqlx::query("SELECT 1 FROM memories WHERE namespace = ? AND id = ?")
-        .bind(ns)
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .is_some();
-    if exists {
+    let created = sqlx::query(
+        "INSERT INTO memories (namespace, id, type, subtype, mime, title, thread, checkpoint, directory, \
+         tokens, summary, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (namespace, id) DO NOTHING",
+    )
+    .bind(ns)
+    .bind(id)
+    .bind(&f.kind)
+    .bind(&f.subtype)
+    .bind(&f.mime)
+    .bind(&f.title)
+    .bind(&f.thread)
+    .bind(&f.checkpoint)
+    .bind(&f.directory)
+    .bind(to_i64(memory.tokens))
+    .bind(&memory.summary)
+    .bind(memory.now)
+    .bind(memory.now)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        == 1;
+    if !created {
         // Same content again: keep what was said first, fill what was missing, unite tags.
         sqlx::query(
             "UPDATE memories SET updated_at = ?, subtype = COALESCE(subtype, ?), title = COALESCE(title, ?), \
@@ -193,26 +222,6 @@ async fn put(conn: &mut SqliteConnection, memory: &NewMemory) -> Result<PutOutco
         .bind(id)
         .execute(&mut *conn)
         .await?;
-    } else {
-        sqlx::query(
-            "INSERT INTO memories (namespace, id, type, subtype, mime, title, thread, checkpoint, directory, \
-             tokens, summary, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(ns)
-        .bind(id)
-        .bind(&f.kind)
-        .bind(&f.subtype)
-        .bind(&f.mime)
-        .bind(&f.title)
-        .bind(&f.thread)
-        .bind(&f.checkpoint)
-        .bind(&f.directory)
-        .bind(to_i64(memory.tokens))
-        .bind(&memory.summary)
-        .bind(memory.now)
-        .bind(memory.now)
-        .execute(&mut *conn)
-        .await?;
     }
     for tag in &f.tags {
         sqlx::query(
@@ -224,11 +233,26 @@ async fn put(conn: &mut SqliteConnection, memory: &NewMemory) -> Result<PutOutco
         .execute(&mut *conn)
         .await?;
     }
-    let record = read_back(conn, ns, id).await?;
-    Ok(PutOutcome {
-        created: !exists,
-        record,
-    })
+    let record = if created && inserted {
+        // Everything is known: no need to read it back.
+        MemoryRecord {
+            namespace: ns.clone(),
+            id: id.clone(),
+            fields: f.clone(),
+            bytes: object.bytes,
+            stored_bytes: object.stored_bytes,
+            lines: object.lines,
+            tokens: memory.tokens,
+            summary: memory.summary.clone(),
+            created_at: memory.now,
+            updated_at: memory.now,
+            last_accessed_at: None,
+            access_count: 0,
+        }
+    } else {
+        read_back(conn, ns, id).await?
+    };
+    Ok(PutOutcome { created, record })
 }
 
 async fn read_back(
