@@ -85,6 +85,8 @@ pub fn router(state: AppState) -> Router {
     ));
     let (api, doc) = public_routes().merge(v1).split_for_parts();
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::disable())
         .layer(CatchPanicLayer::custom(panic::respond))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
@@ -106,6 +108,25 @@ pub fn router(state: AppState) -> Router {
         )
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)
+}
+
+async fn not_found(uri: axum::http::Uri) -> error::AppError {
+    error::AppError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route for `{}`; see /openapi.json", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> error::AppError {
+    error::AppError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{method} is not allowed on `{}`; see /openapi.json",
+            uri.path()
+        ),
+    )
 }
 
 /// Serves `router` on an already-bound listener until `shutdown` completes.

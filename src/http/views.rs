@@ -103,7 +103,7 @@ pub struct PutView {
 pub struct ListView {
     /// Newest first.
     pub memories: Vec<MemoryView>,
-    /// Pass as `cursor` for the next page; absent on the last page.
+    /// Pass as `cursor` for the next page; null on the last page.
     pub next_cursor: Option<String>,
 }
 
@@ -133,7 +133,7 @@ pub struct SliceView {
     pub text_base64: Option<String>,
     /// True when the byte cap cut the requested lines short; `next` continues.
     pub truncated: bool,
-    /// Pointer to the range that follows, absent at the end.
+    /// Pointer to the range that follows; null at the end.
     pub next: Option<String>,
     /// For chunks: this chunk's index (from 0).
     #[serde(skip_serializing_if = "Option::is_none")]

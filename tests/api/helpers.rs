@@ -341,3 +341,21 @@ macro_rules! in_both_layouts {
     };
 }
 pub(crate) use in_both_layouts;
+
+impl TestApp {
+    /// Shuts the application down (flushing batched statistics) and builds a
+    /// new one over the same data directory, with settings `tune` adjusts.
+    pub async fn restart_with(mut self, tune: impl FnOnce(&mut Config)) -> TestApp {
+        if let Some(app) = self.app.take() {
+            app.shutdown().await;
+        }
+        let mut config = Config::with_data_dir(self.dir.path());
+        tune(&mut config);
+        let app = App::build(&config).await.unwrap();
+        TestApp {
+            router: app.router(),
+            app: Some(app),
+            dir: self.dir,
+        }
+    }
+}

@@ -1,3 +1,19 @@
 //! API tests: the real router, in-process, over temp data directories.
 
+// Helpers outside #[test] functions unwrap too: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod helpers;
+
+mod auth;
+mod bytes;
+mod content;
+mod errors;
+mod fetch;
+mod health;
+mod ids;
+mod integrity;
+mod lines;
+mod listing;
+mod memories;
+mod openapi;
