@@ -1,1 +1,228 @@
-fn main() {}
+//! `cairn-bench`: starts a release Cairn server over a fresh data directory,
+//! measures ingest speed, memory during a large upload, slice latency and
+//! durable small puts, and writes a Markdown report.
+
+mod api;
+mod generate;
+mod judge;
+mod measure;
+mod phases;
+mod procfs;
+mod report;
+mod server;
+mod stats;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+
+use crate::measure::puts::PutBody;
+use crate::report::{Machine, Report};
+use crate::stats::MIB;
+
+/// Benchmarks a Cairn release server it starts itself.
+#[derive(Parser, Debug)]
+#[command(name = "cairn-bench", version)]
+pub struct Cli {
+    /// Small scale for a sanity run: 20 MiB ingest file, 100 MiB big upload,
+    /// 300 slices, 3 s of puts (explicit size options still win).
+    #[arg(long)]
+    pub quick: bool,
+    /// The server binary [default: <workspace>/target/release/cairn].
+    #[arg(long)]
+    pub server: Option<PathBuf>,
+    /// The zstd command line tool to compare with.
+    #[arg(long, default_value = "/usr/bin/zstd")]
+    pub zstd: PathBuf,
+    /// Where run directories go [default: <workspace>/target/bench-data].
+    #[arg(long)]
+    pub data_root: Option<PathBuf>,
+    /// Keep the run directory (server data, ingest file, server log).
+    #[arg(long)]
+    pub keep: bool,
+    /// Where to write the report [default: <workspace>/bench/REPORT.md].
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Size of the ingest file in MiB [default: 200, quick: 20].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ingest_mib: Option<u64>,
+    /// Size of the big streamed upload in MiB [default: 1024, quick: 100].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub big_mib: Option<u64>,
+    /// Measured slice requests [default: 2000, quick: 300].
+    #[arg(long)]
+    pub slices: Option<usize>,
+    /// Warm-up slice requests before measuring.
+    #[arg(long, default_value_t = 100)]
+    pub slice_warmup: usize,
+    /// Seconds of small puts [default: 10, quick: 3].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub put_seconds: Option<u64>,
+    /// Concurrent put clients.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    pub put_clients: u16,
+    /// Content bytes per put.
+    #[arg(long, default_value_t = 10_240, value_parser = clap::value_parser!(u32).range(256..))]
+    pub put_bytes: u32,
+    /// How puts carry their content.
+    #[arg(long, value_enum, default_value_t = PutBody::Json)]
+    pub put_body: PutBody,
+    /// Seed of all generated text and slice positions.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Skip the ingest measure.
+    #[arg(long)]
+    pub skip_ingest: bool,
+    /// Skip the big upload (slices then use the ingest file's memory).
+    #[arg(long)]
+    pub skip_big: bool,
+    /// Skip the slice measure.
+    #[arg(long)]
+    pub skip_slices: bool,
+    /// Skip the put measure.
+    #[arg(long)]
+    pub skip_puts: bool,
+}
+
+/// The sizes in force, after `--quick` and explicit options.
+#[derive(Debug)]
+pub struct Scale {
+    /// Size of the ingest file.
+    pub ingest_bytes: u64,
+    /// Size of the big streamed upload.
+    pub big_bytes: u64,
+    /// Measured slice requests.
+    pub slices: usize,
+    /// How long put clients start new puts.
+    pub put_duration: Duration,
+}
+
+impl Scale {
+    fn of(cli: &Cli) -> Self {
+        let pick = |explicit: Option<u64>, full: u64, quick: u64| {
+            explicit.unwrap_or(if cli.quick { quick } else { full })
+        };
+        Self {
+            ingest_bytes: pick(cli.ingest_mib, 200, 20) * MIB,
+            big_bytes: pick(cli.big_mib, 1024, 100) * MIB,
+            slices: cli.slices.unwrap_or(if cli.quick { 300 } else { 2000 }),
+            put_duration: Duration::from_secs(pick(cli.put_seconds, 10, 3)),
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate), for default paths.
+pub fn workspace() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_owned()
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cairn-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the benchmark in a fresh run directory, then prints and writes the report.
+async fn run(cli: &Cli) -> anyhow::Result<()> {
+    let scale = Scale::of(cli);
+    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    let root = cli
+        .data_root
+        .clone()
+        .unwrap_or_else(|| workspace().join("target/bench-data"));
+    let dir = root.join(&stamp);
+    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+
+    let mut report = Report::new(Machine::detect());
+    describe_run(&mut report, cli, &scale);
+    let mut interrupted = false;
+    let outcome = tokio::select! {
+        outcome = phases::bench(cli, &scale, &dir, &stamp, &mut report) => outcome,
+        _ = tokio::signal::ctrl_c() => {
+            interrupted = true;
+            Err(anyhow::anyhow!("interrupted"))
+        }
+    };
+    report.fact("Load average at the end", report::load_average());
+
+    if cli.keep {
+        eprintln!("kept the run directory {}", dir.display());
+    } else if let Err(e) = std::fs::remove_dir_all(&dir) {
+        eprintln!("cairn-bench: cannot remove {}: {e}", dir.display());
+    }
+    if let Err(e) = &outcome {
+        report.note(format!("The run stopped early: {e:#}"));
+    }
+    if report.has_rows() {
+        let text = report.render();
+        println!("{text}");
+        if interrupted {
+            // A partial report printed is enough; keep the last complete one on disk.
+            return outcome;
+        }
+        let path = cli
+            .report
+            .clone()
+            .unwrap_or_else(|| workspace().join("bench/REPORT.md"));
+        std::fs::write(&path, &text)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+        eprintln!("report written to {}", path.display());
+    }
+    outcome
+}
+
+/// Header facts: the command, the scale, the code under test, the load.
+fn describe_run(report: &mut Report, cli: &Cli, scale: &Scale) {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+        .collect();
+    let separator = if args.is_empty() { "" } else { " -- " };
+    report.fact(
+        "Command",
+        format!(
+            "`cargo run --release -p cairn-bench{separator}{}`",
+            args.join(" ")
+        ),
+    );
+    report.fact(
+        "Scale",
+        format!(
+            "ingest file {}, big upload {}, {} slices (+{} warm-up), {} s of puts{}",
+            judge::mib(scale.ingest_bytes),
+            judge::mib(scale.big_bytes),
+            scale.slices,
+            cli.slice_warmup,
+            scale.put_duration.as_secs(),
+            if cli.quick { " (--quick)" } else { "" }
+        ),
+    );
+    if let Some(revision) = report::git_revision(&workspace()) {
+        report.fact("Code", format!("git {revision}"));
+    }
+    let load = report::load_average();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let busy = load
+        .split_whitespace()
+        .next()
+        .and_then(|one_minute| one_minute.parse::<f64>().ok())
+        .is_some_and(|one_minute| one_minute > 0.5 * cpus as f64);
+    if busy {
+        report.note(format!(
+            "The machine was not idle at the start (load average {load}): \
+             other work competed for the CPUs, so the figures are pessimistic."
+        ));
+    }
+    report.fact("Load average at the start", load);
+}

@@ -1,0 +1,260 @@
+//! Turns measured figures into report rows against the targets.
+
+use std::time::Duration;
+
+use crate::api::Stored;
+use crate::measure::big_upload::BigUpload;
+use crate::measure::ingest::Ingest;
+use crate::measure::puts::{PutLoad, Puts};
+use crate::measure::slices::{SLICE_LINES, Slices};
+use crate::procfs::CpuUse;
+use crate::report::Report;
+use crate::stats::{MIB, Percentiles, kib_to_mib, mib_per_s, ms};
+
+/// Cairn's raw upload must be at least this many times as fast as `zstd -3 -T1`.
+const INGEST_VS_ZSTD_MIN: f64 = 1.0;
+/// Peak server RSS during the big upload, MiB.
+const PEAK_RSS_MAX_MIB: f64 = 150.0;
+/// Slice latency targets, ms.
+const SLICE_P50_MAX_MS: f64 = 2.0;
+const SLICE_P99_MAX_MS: f64 = 5.0;
+/// Durable small puts per second.
+const PUTS_MIN_PER_S: f64 = 3000.0;
+
+/// Rows of the ingest measure.
+pub fn ingest(report: &mut Report, ingest: &Ingest) {
+    let size = mib(ingest.file_bytes);
+    let zstd = mib_per_s(ingest.file_bytes, ingest.zstd);
+    let cairn = mib_per_s(ingest.file_bytes, ingest.upload);
+    report.info(
+        format!("`zstd -3 -T1` of a {size} text file"),
+        format!("{zstd:.1} MiB/s ({})", secs(ingest.zstd)),
+    );
+    report.info(
+        "Cairn raw streamed upload of the same file",
+        format!("{cairn:.1} MiB/s ({})", secs(ingest.upload)),
+    );
+    let ratio = cairn / zstd;
+    report.check(
+        "Ingest speed / zstd speed",
+        format!("{ratio:.2}×"),
+        format!("≥ {INGEST_VS_ZSTD_MIN:.1}×"),
+        ratio >= INGEST_VS_ZSTD_MIN,
+    );
+    cpu_note(report, "the ingest upload", &ingest.cpu);
+    stored_ratio(report, "Stored / raw (ingest file)", &ingest.stored);
+    content_matches(
+        report,
+        "Ingest answer matches the file (id, bytes, lines)",
+        &ingest.stored,
+        Some(&ingest.sha256),
+        ingest.file_bytes,
+        ingest.file_lines,
+    );
+}
+
+/// Rows of the big upload measure.
+pub fn big_upload(report: &mut Report, big: &BigUpload) {
+    let size = mib(big.bytes);
+    report.info(
+        format!("Streamed upload of {size} generated on the fly"),
+        format!(
+            "{:.1} MiB/s ({})",
+            mib_per_s(big.bytes, big.elapsed),
+            secs(big.elapsed)
+        ),
+    );
+    let peak = kib_to_mib(big.peak_rss_kib);
+    report.check(
+        format!(
+            "Peak server VmRSS during it ({} samples, 20 ms apart)",
+            big.samples
+        ),
+        format!("{peak:.1} MiB"),
+        format!("< {PEAK_RSS_MAX_MIB:.0} MiB"),
+        peak < PEAK_RSS_MAX_MIB,
+    );
+    let hwm = kib_to_mib(big.hwm_kib);
+    let hwm_scope = if big.hwm_reset.is_ok() {
+        "server VmHWM after it (reset just before)"
+    } else {
+        "server VmHWM after it (whole server life)"
+    };
+    report.check(
+        hwm_scope,
+        format!("{hwm:.1} MiB"),
+        format!("< {PEAK_RSS_MAX_MIB:.0} MiB"),
+        hwm < PEAK_RSS_MAX_MIB,
+    );
+    report.note(format!(
+        "Server VmRSS just before the big upload: {:.1} MiB.",
+        kib_to_mib(big.before.rss_kib)
+    ));
+    cpu_note(report, "the big upload", &big.cpu);
+    if let Err(e) = &big.hwm_reset {
+        report.note(format!("Could not reset VmHWM before the big upload: {e}"));
+    }
+    stored_ratio(report, "Stored / raw (big upload)", &big.stored);
+    content_matches(
+        report,
+        "Big upload answer matches what was sent (bytes, lines)",
+        &big.stored,
+        None,
+        big.bytes,
+        big.lines,
+    );
+}
+
+/// Rows of the slice measure over the memory described by `of`.
+pub fn slices(report: &mut Report, slices: &mut Slices, of: &str) {
+    let count = slices.latencies.len();
+    let p = Percentiles::of(&mut slices.latencies);
+    let what = format!("{SLICE_LINES}-line slice of {of}");
+    report.check(
+        format!("{what}: p50 ({count} sequential GETs)"),
+        format!("{:.2} ms", ms(p.p50)),
+        format!("< {SLICE_P50_MAX_MS} ms"),
+        ms(p.p50) < SLICE_P50_MAX_MS,
+    );
+    report.info(format!("{what}: p90"), format!("{:.2} ms", ms(p.p90)));
+    report.check(
+        format!("{what}: p99"),
+        format!("{:.2} ms", ms(p.p99)),
+        format!("< {SLICE_P99_MAX_MS} ms"),
+        ms(p.p99) < SLICE_P99_MAX_MS,
+    );
+    report.info(format!("{what}: max"), format!("{:.2} ms", ms(p.max)));
+    let floor = Percentiles::of(&mut slices.baseline);
+    report.info(
+        format!(
+            "HTTP floor: `GET /healthz` p50 / p99 ({} requests, same connection)",
+            slices.baseline.len()
+        ),
+        format!("{:.2} / {:.2} ms", ms(floor.p50), ms(floor.p99)),
+    );
+    report.check(
+        "Slice answers not 200 with the asked lines",
+        slices.errors.to_string(),
+        "0",
+        slices.errors == 0,
+    );
+    if slices.truncated > 0 {
+        report.note(format!(
+            "{} slice answers were truncated by the byte cap (allowed).",
+            slices.truncated
+        ));
+    }
+    for sample in &slices.error_samples {
+        report.note(format!("Slice error: {sample}"));
+    }
+}
+
+/// Rows of the put measure.
+pub fn puts(report: &mut Report, puts: &mut Puts, load: &PutLoad) {
+    let rate = puts.created as f64 / puts.elapsed.as_secs_f64().max(1e-9);
+    let p = Percentiles::of(&mut puts.latencies);
+    let size = if load.content_bytes.is_multiple_of(1024) {
+        format!("{} KiB", load.content_bytes / 1024)
+    } else {
+        format!("{} B", load.content_bytes)
+    };
+    let what = format!(
+        "Durable {size} puts ({} bodies), {} clients",
+        load.body, load.clients
+    );
+    report.check(
+        format!(
+            "{what}: rate ({} created in {})",
+            puts.created,
+            secs(puts.elapsed)
+        ),
+        format!("{rate:.0}/s"),
+        format!("≥ {PUTS_MIN_PER_S:.0}/s"),
+        rate >= PUTS_MIN_PER_S,
+    );
+    report.info(
+        format!("{what}: p50 latency"),
+        format!("{:.2} ms", ms(p.p50)),
+    );
+    report.info(
+        format!("{what}: p99 latency"),
+        format!("{:.2} ms", ms(p.p99)),
+    );
+    report.check(
+        "Puts not answered 201",
+        puts.errors.to_string(),
+        "0",
+        puts.errors == 0,
+    );
+    cpu_note(report, "the puts", &puts.cpu);
+    for sample in &puts.error_samples {
+        report.note(format!("Put error: {sample}"));
+    }
+}
+
+fn cpu_note(report: &mut Report, during: &str, cpu: &CpuUse) {
+    report.note(format!(
+        "CPU during {during}: server {:.2} cores, benchmark client {:.2} cores (average).",
+        cpu.server_cores, cpu.client_cores
+    ));
+}
+
+fn stored_ratio(report: &mut Report, measure: &str, stored: &Stored) {
+    let ratio = stored.stored_bytes as f64 / stored.bytes.max(1) as f64;
+    report.info(
+        measure,
+        format!(
+            "{ratio:.3} ({:.2}× smaller; {} of {})",
+            1.0 / ratio.max(1e-9),
+            mib(stored.stored_bytes),
+            mib(stored.bytes)
+        ),
+    );
+}
+
+fn content_matches(
+    report: &mut Report,
+    measure: &str,
+    stored: &Stored,
+    sha256: Option<&str>,
+    bytes: u64,
+    lines: u64,
+) {
+    let mut problems = Vec::new();
+    if let Some(sha256) = sha256
+        && stored.id != sha256
+    {
+        problems.push(format!("id {} is not the SHA-256 {sha256}", stored.id));
+    }
+    if stored.bytes != bytes {
+        problems.push(format!("bytes {} but {bytes} were sent", stored.bytes));
+    }
+    if stored.lines != lines {
+        problems.push(format!("lines {} but {lines} were sent", stored.lines));
+    }
+    if stored.deduplicated {
+        problems.push("answered as deduplicated".to_owned());
+    }
+    report.check(
+        measure,
+        if problems.is_empty() { "yes" } else { "no" },
+        "yes",
+        problems.is_empty(),
+    );
+    for problem in problems {
+        report.note(format!("{measure}: {problem}"));
+    }
+}
+
+/// A byte count in MiB (or GiB from 1 GiB).
+pub fn mib(bytes: u64) -> String {
+    if bytes >= 1024 * MIB {
+        format!("{:.2} GiB", bytes as f64 / (1024 * MIB) as f64)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    }
+}
+
+fn secs(duration: Duration) -> String {
+    format!("{:.2} s", duration.as_secs_f64())
+}

@@ -1,0 +1,7 @@
+//! The measures, one module each; each returns its raw figures and leaves
+//! judging them to the report.
+
+pub mod big_upload;
+pub mod ingest;
+pub mod puts;
+pub mod slices;
