@@ -49,6 +49,8 @@ struct FrameOut {
     content: Bytes,
     compressed: Vec<u8>,
     scan: FrameScan,
+    /// The hash of the content so far, when the worker could compute it (a lone frame).
+    hashed: Option<Sha256>,
 }
 
 /// Where compressed frames go: memory first, a blob once they outgrow inline size.
@@ -97,7 +99,7 @@ where
             let take = (frame_bytes - buf.len()).min(chunk.len());
             buf.extend_from_slice(&chunk.split_to(take));
             if buf.len() == frame_bytes {
-                pending.push_back(compress(buf.split().freeze(), config.zstd_level));
+                pending.push_back(compress(buf.split().freeze(), config.zstd_level, false));
                 while pending.len() >= config.parallelism.max(1) {
                     if let Some(out) = pending.next().await {
                         assembly.add(out?).await?;
@@ -110,7 +112,9 @@ where
         return Ok(raw(buf.freeze()));
     }
     if !buf.is_empty() {
-        pending.push_back(compress(buf.freeze(), config.zstd_level));
+        // A lone frame is hashed by its worker too: one hand-off instead of two.
+        let lone = pending.is_empty() && assembly.frames.is_empty();
+        pending.push_back(compress(buf.freeze(), config.zstd_level, lone));
     }
     while let Some(out) = pending.next().await {
         assembly.add(out?).await?;
@@ -145,20 +149,38 @@ pub fn line_count(newlines: u64, last_byte: Option<u8>) -> u64 {
     newlines + u64::from(last_byte.is_some_and(|b| b != b'\n'))
 }
 
-fn compress(content: Bytes, level: i32) -> impl Future<Output = Result<FrameOut, DomainError>> {
-    let task = tokio::task::spawn_blocking(move || {
+/// Frames up to this size are compressed right on the async worker: well
+/// under 100 µs of work, cheaper than a hand-off to the blocking pool.
+const INLINE_WORK_MAX: usize = 16 << 10;
+
+/// Compresses and scans a frame (and hashes it if `hash`), on the blocking
+/// pool unless it is small.
+fn compress(
+    content: Bytes,
+    level: i32,
+    hash: bool,
+) -> impl Future<Output = Result<FrameOut, DomainError>> {
+    let small = content.len() <= INLINE_WORK_MAX;
+    let work = move || {
         let compressed = seekable::compress_frame(&content, level)?;
         let scan = scan_frame(&content);
+        let hashed = hash.then(|| Sha256::new_with_prefix(&content));
         Ok::<_, std::io::Error>(FrameOut {
             content,
             compressed,
             scan,
+            hashed,
         })
-    });
+    };
     async move {
-        task.await
-            .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
-            .map_err(|e| DomainError::Storage(e.into()))
+        let done = if small {
+            work()
+        } else {
+            tokio::task::spawn_blocking(work)
+                .await
+                .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
+        };
+        done.map_err(|e| DomainError::Storage(e.into()))
     }
 }
 
@@ -180,14 +202,19 @@ impl<'a> Assembly<'a> {
     }
 
     /// Takes the next frame in content order.
-    async fn add(&mut self, out: FrameOut) -> Result<(), DomainError> {
+    async fn add(&mut self, mut out: FrameOut) -> Result<(), DomainError> {
         let first_line = self.newlines + 1;
-        let mut hasher = self.hasher.take().unwrap_or_default();
-        let content = out.content.clone();
-        let hasher = tokio::task::spawn_blocking(move || {
-            hasher.update(&content);
-            hasher
-        });
+        let hasher = match out.hashed.take() {
+            Some(done) => futures::future::Either::Left(std::future::ready(Ok(done))),
+            None => {
+                let mut hasher = self.hasher.take().unwrap_or_default();
+                let content = out.content.clone();
+                futures::future::Either::Right(tokio::task::spawn_blocking(move || {
+                    hasher.update(&content);
+                    hasher
+                }))
+            }
+        };
         self.summary.add_frame(&out.content, &out.scan, first_line);
         let (content_len, stored_len) = (out.content.len(), out.compressed.len());
         self.frames.push(FrameEntry {

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use super::StorageError;
 
 pub mod sqlite;
+mod sqlite_puts;
 mod sqlite_writer;
 
 /// Where an object's bytes live.

@@ -32,7 +32,7 @@ pub(super) const MEMORY_SELECT: &str = "SELECT m.namespace, m.id, m.type, m.subt
 pub struct SqliteMetaStore {
     read: SqlitePool,
     writer: mpsc::Sender<WriteCommand>,
-    writer_task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    writer_task: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl SqliteMetaStore {
@@ -53,11 +53,12 @@ impl SqliteMetaStore {
             .run(&read)
             .await
             .map_err(|e| StorageError::Database(format!("migration failed: {e}")))?;
-        let (writer, task) = sqlite_writer::spawn(options).await?;
+        let path = options.get_filename().to_owned();
+        let (writer, task) = sqlite_writer::spawn(&path)?;
         Ok(Self {
             read,
             writer,
-            writer_task: tokio::sync::Mutex::new(Some(task)),
+            writer_task: std::sync::Mutex::new(Some(task)),
         })
     }
 
@@ -218,12 +219,13 @@ impl MetaStore for SqliteMetaStore {
     }
 
     async fn close(&self) {
-        if let Some(task) = self.writer_task.lock().await.take() {
+        let task = self.writer_task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
             let (tx, rx) = oneshot::channel();
             if self.writer.send(WriteCommand::Shutdown(tx)).await.is_ok() {
                 let _ = rx.await;
             }
-            let _ = task.await;
+            let _ = tokio::task::spawn_blocking(move || task.join()).await;
         }
         self.read.close().await;
     }
