@@ -21,6 +21,12 @@ use crate::storage::StorageError;
 
 /// Most commands committed in one transaction.
 const MAX_BATCH: usize = 512;
+/// A batch smaller than this waits [`COMMIT_DELAY_US`] for company before
+/// committing: measured with 16 clients of 10 KB puts, 300 µs raised the
+/// rate by ~15% (more puts per fsync); 700 µs lowered it again.
+const SMALL_BATCH: usize = 8;
+/// See [`SMALL_BATCH`].
+const COMMIT_DELAY_US: u64 = 300;
 
 type Reply<T> = oneshot::Sender<Result<T, StorageError>>;
 
@@ -96,11 +102,10 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
             break;
         };
         batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(command) => batch.push(command),
-                Err(_) => break,
-            }
+        drain(&mut rx, &mut batch);
+        if batch.len() < SMALL_BATCH {
+            std::thread::sleep(Duration::from_micros(COMMIT_DELAY_US));
+            drain(&mut rx, &mut batch);
         }
         if let Some(index) = batch
             .iter()
@@ -133,6 +138,15 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
     drop(conn);
     if let Some(ack) = stop {
         let _ = ack.send(());
+    }
+}
+
+fn drain(rx: &mut mpsc::Receiver<WriteCommand>, batch: &mut Vec<WriteCommand>) {
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(command) => batch.push(command),
+            Err(_) => break,
+        }
     }
 }
 
