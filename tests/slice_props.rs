@@ -285,3 +285,55 @@ async fn a_single_five_megabyte_line_is_served_in_capped_pieces() {
     }
     assert!(rebuilt == content);
 }
+
+#[tokio::test]
+async fn slices_from_the_front_of_large_frames_equal_the_original() {
+    // Default 1 MiB frames: slices decode and verify only the front pages of a frame.
+    let harness = harness(1 << 20, false).await;
+    let mut content = Vec::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..120_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let width = (x % 90) as usize;
+        content.extend_from_slice(format!("{i} {}\n", "q".repeat(width)).as_bytes());
+    }
+    let put = harness.put(&content).await;
+    let id = put["id"].as_str().unwrap().to_owned();
+    let lines = lines_of(&content);
+    let ends: Vec<u64> = lines
+        .iter()
+        .scan(0u64, |at, l| {
+            *at += l.len() as u64;
+            Some(*at)
+        })
+        .collect();
+    for _ in 0..300 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let start = 1 + x % lines.len() as u64;
+        let end = start + x % 300;
+        let (status, answer) = harness
+            .get(&format!("/v1/memories/{id}/lines?start={start}&end={end}"))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let want: Vec<u8> = lines[(start - 1) as usize..(end as usize).min(lines.len())].concat();
+        assert!(slice_bytes(&answer) == want, "lines {start}-{end} differ");
+        let offset = x % content.len() as u64;
+        let (status, answer) = harness
+            .get(&format!(
+                "/v1/memories/{id}/bytes?offset={offset}&length=5000"
+            ))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let stop = (offset as usize + 5000).min(content.len());
+        assert!(
+            slice_bytes(&answer) == content[offset as usize..stop],
+            "bytes at {offset} differ"
+        );
+        let first_line = 1 + ends.partition_point(|end| *end <= offset) as u64;
+        assert_eq!(answer["start"].as_u64(), Some(first_line));
+    }
+}

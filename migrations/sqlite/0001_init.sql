@@ -9,7 +9,9 @@ CREATE TABLE objects (
     created_at   INTEGER NOT NULL
 );
 
--- Frame index of framed objects: content offset and first line of every zstd frame.
+-- Frame index of framed objects: content offset and first line of every zstd frame,
+-- and per 64 KiB page of the frame's content its CRC-32 and newline count (8 bytes
+-- a page), so a slice can decode and verify only the front of a frame.
 CREATE TABLE frames (
     hash           TEXT    NOT NULL,
     idx            INTEGER NOT NULL,
@@ -18,6 +20,7 @@ CREATE TABLE frames (
     first_line     INTEGER NOT NULL,
     stored_offset  INTEGER NOT NULL,
     stored_len     INTEGER NOT NULL,
+    pages          BLOB    NOT NULL,
     PRIMARY KEY (hash, idx)
 ) WITHOUT ROWID;
 

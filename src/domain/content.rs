@@ -71,16 +71,17 @@ async fn next_piece(state: &mut State) -> Result<Option<Bytes>, DomainError> {
         return Ok(None);
     }
     let idx = state.reader.frame_at_offset(state.pos);
-    let entry = state
+    let frame_start = state
         .reader
         .frame_entry(idx)
         .ok_or_else(|| DomainError::Corrupt {
             id: state.expected.clone(),
             detail: "frame index is empty".into(),
-        })?;
-    let data = state.reader.frame(idx).await?;
-    let from = (state.pos - entry.content_offset) as usize;
-    let to = ((state.end - entry.content_offset) as usize).min(data.len());
+        })?
+        .content_offset;
+    let data = state.reader.frame(idx, usize::MAX).await?;
+    let from = (state.pos - frame_start) as usize;
+    let to = ((state.end - frame_start) as usize).min(data.len());
     let piece = data.slice(from.min(to)..to);
     if piece.is_empty() {
         return Err(DomainError::Corrupt {

@@ -15,7 +15,7 @@ use super::seekable;
 use super::summary::{FrameScan, SummaryBuilder, scan_frame};
 use crate::storage::StorageError;
 use crate::storage::blob::{BlobStore, BlobWriter};
-use crate::storage::meta::{FrameEntry, Layout, ObjectRecord};
+use crate::storage::meta::{FrameEntry, Layout, ObjectRecord, PageEntry};
 
 /// How content is framed and where it is stored.
 #[derive(Clone, Debug)]
@@ -49,6 +49,7 @@ struct FrameOut {
     content: Bytes,
     compressed: Vec<u8>,
     scan: FrameScan,
+    pages: Vec<PageEntry>,
     /// The hash of the content so far, when the worker could compute it (a lone frame).
     hashed: Option<Sha256>,
 }
@@ -164,11 +165,13 @@ fn compress(
     let work = move || {
         let compressed = seekable::compress_frame(&content, level)?;
         let scan = scan_frame(&content);
+        let pages = PageEntry::of(&content);
         let hashed = hash.then(|| Sha256::new_with_prefix(&content));
         Ok::<_, std::io::Error>(FrameOut {
             content,
             compressed,
             scan,
+            pages,
             hashed,
         })
     };
@@ -223,6 +226,7 @@ impl<'a> Assembly<'a> {
             first_line,
             stored_offset: self.stored_len,
             stored_len: u32::try_from(stored_len).unwrap_or(u32::MAX),
+            pages: std::mem::take(&mut out.pages),
         });
         self.table.push((
             u32::try_from(stored_len).unwrap_or(u32::MAX),

@@ -52,7 +52,12 @@ impl Memories {
     ) -> Self {
         let objects = moka::sync::Cache::builder()
             .weigher(|_: &String, o: &Arc<ObjectRecord>| {
-                let weight = 256 + o.data.as_ref().map_or(0, Vec::len) + o.frames.len() * 40;
+                let weight = 256
+                    + o.data.as_ref().map_or(0, Vec::len)
+                    + o.frames
+                        .iter()
+                        .map(|f| 64 + f.pages.len() * 8)
+                        .sum::<usize>();
                 u32::try_from(weight).unwrap_or(u32::MAX)
             })
             .max_capacity(32 << 20)

@@ -10,7 +10,7 @@ use super::DomainError;
 use super::seekable;
 use crate::storage::StorageError;
 use crate::storage::blob::BlobStore;
-use crate::storage::meta::{FrameEntry, Layout, ObjectRecord};
+use crate::storage::meta::{FrameEntry, Layout, ObjectRecord, PAGE_BYTES};
 
 /// Reads one object, keeping the last decoded frames for the request's next look.
 pub struct ObjectReader {
@@ -31,6 +31,7 @@ impl ObjectReader {
                 first_line: 1,
                 stored_offset: 0,
                 stored_len: 0,
+                pages: Vec::new(),
             }]
         } else {
             object.frames.clone()
@@ -74,14 +75,21 @@ impl ObjectReader {
             .saturating_sub(1)
     }
 
-    /// The decoded, verified content of frame `idx`.
-    pub async fn frame(&mut self, idx: usize) -> Result<Bytes, DomainError> {
-        if let Some((_, data)) = self.decoded.iter().find(|(i, _)| *i == idx) {
+    /// The decoded, verified content of frame `idx`: at least its first
+    /// `need` bytes (rounded up to whole pages), or all of it.
+    pub async fn frame(&mut self, idx: usize, need: usize) -> Result<Bytes, DomainError> {
+        let whole = self.frames.get(idx).map_or(0, |f| f.content_len as usize);
+        if let Some((_, data)) = self
+            .decoded
+            .iter()
+            .find(|(i, d)| *i == idx && d.len() >= need.min(whole))
+        {
             return Ok(data.clone());
         }
-        let entry = *self
+        let entry = self
             .frames
             .get(idx)
+            .cloned()
             .ok_or_else(|| self.corrupt(format!("frame {idx} is not in the index")))?;
         let data = match self.object.layout {
             Layout::Raw => self.raw_content()?,
@@ -92,7 +100,8 @@ impl ObjectReader {
                 let frame = stored
                     .get(start..end)
                     .ok_or_else(|| self.corrupt("inline object is shorter than its frame index"))?;
-                self.decode(Bytes::copy_from_slice(frame), entry).await?
+                self.decode(Bytes::copy_from_slice(frame), entry, need)
+                    .await?
             }
             Layout::Blob => {
                 let frame = self
@@ -110,9 +119,10 @@ impl ObjectReader {
                         StorageError::Truncated(_) => self.corrupt("its object file is truncated"),
                         other => DomainError::Storage(other),
                     })?;
-                self.decode(frame, entry).await?
+                self.decode(frame, entry, need).await?
             }
         };
+        self.decoded.retain(|(i, _)| *i != idx);
         if self.decoded.len() == 2 {
             self.decoded.remove(0);
         }
@@ -128,16 +138,21 @@ impl ObjectReader {
         Ok(Bytes::copy_from_slice(data))
     }
 
-    async fn decode(&self, frame: Bytes, entry: FrameEntry) -> Result<Bytes, DomainError> {
-        let expected = entry.content_len as usize;
-        let decoded =
-            tokio::task::spawn_blocking(move || seekable::decompress_frame(&frame, expected))
-                .await
-                .map_err(|e| StorageError::Io(std::io::Error::other(e)))?;
+    async fn decode(
+        &self,
+        frame: Bytes,
+        entry: FrameEntry,
+        need: usize,
+    ) -> Result<Bytes, DomainError> {
+        let offset = entry.content_offset;
+        let decoded = tokio::task::spawn_blocking(move || {
+            seekable::decompress_prefix(&frame, entry.content_len as usize, need, &entry.pages)
+        })
+        .await
+        .map_err(|e| StorageError::Io(std::io::Error::other(e)))?;
         decoded.map(Bytes::from).map_err(|detail| {
             self.corrupt(format!(
-                "frame at content offset {} failed verification: {detail}",
-                entry.content_offset
+                "frame at content offset {offset} failed verification: {detail}"
             ))
         })
     }
@@ -150,23 +165,20 @@ impl ObjectReader {
         }
         let first = self.frame_at_offset(offset);
         let last = self.frame_at_offset(end - 1);
-        if first == last {
-            let entry = self.frames[first];
-            let data = self.frame(first).await?;
-            let from = (offset - entry.content_offset) as usize;
-            let to = (end - entry.content_offset) as usize;
-            return data
-                .get(from..to)
-                .map(|s| data.slice_ref(s))
-                .ok_or_else(|| self.corrupt("frame shorter than indexed"));
-        }
-        let mut out = Vec::with_capacity((end - offset) as usize);
+        let mut out = Vec::new();
         for idx in first..=last {
-            let entry = self.frames[idx];
-            let data = self.frame(idx).await?;
-            let from = offset.saturating_sub(entry.content_offset) as usize;
-            let to = ((end - entry.content_offset) as usize).min(data.len());
-            out.extend_from_slice(data.get(from..to).unwrap_or_default());
+            let frame_start = self.frames[idx].content_offset;
+            let from = offset.saturating_sub(frame_start) as usize;
+            let to = (end - frame_start) as usize;
+            let data = self.frame(idx, to).await?;
+            let to = to.min(data.len());
+            let piece = data
+                .get(from..to)
+                .ok_or_else(|| self.corrupt("frame shorter than indexed"))?;
+            if first == last {
+                return Ok(data.slice_ref(piece));
+            }
+            out.extend_from_slice(piece);
         }
         Ok(Bytes::from(out))
     }
@@ -178,12 +190,22 @@ impl ObjectReader {
         }
         let k = line - 1; // the line starts right after the k-th newline
         let idx = self.frame_with_newline(k);
-        let entry = self.frames[idx];
-        let data = self.frame(idx).await?;
-        let nth = (k - (entry.first_line - 1)) as usize;
+        let entry = &self.frames[idx];
+        let (frame_start, nth) = (entry.content_offset, k - (entry.first_line - 1));
+        // Decode only up to the page holding that newline.
+        let mut seen = 0u64;
+        let mut need = entry.content_len as usize;
+        for (p, page) in entry.pages.iter().enumerate() {
+            seen += u64::from(page.newlines);
+            if seen >= nth {
+                need = (p + 1) * PAGE_BYTES;
+                break;
+            }
+        }
+        let data = self.frame(idx, need).await?;
         memchr::memchr_iter(b'\n', &data)
-            .nth(nth.saturating_sub(1))
-            .map(|pos| entry.content_offset + pos as u64 + 1)
+            .nth(usize::try_from(nth).unwrap_or(usize::MAX).saturating_sub(1))
+            .map(|pos| frame_start + pos as u64 + 1)
             .ok_or_else(|| {
                 self.corrupt(format!("line {line} is not where the frame index puts it"))
             })
@@ -196,10 +218,12 @@ impl ObjectReader {
         }
         let offset = offset.min(self.size() - 1);
         let idx = self.frame_at_offset(offset);
-        let entry = self.frames[idx];
-        let data = self.frame(idx).await?;
-        let within = ((offset - entry.content_offset) as usize).min(data.len());
-        Ok(entry.first_line + memchr::memchr_iter(b'\n', &data[..within]).count() as u64)
+        let (frame_start, first_line) =
+            (self.frames[idx].content_offset, self.frames[idx].first_line);
+        let within = (offset - frame_start) as usize;
+        let data = self.frame(idx, within + 1).await?;
+        let within = within.min(data.len());
+        Ok(first_line + memchr::memchr_iter(b'\n', &data[..within]).count() as u64)
     }
 
     /// Number of frames.
@@ -208,7 +232,7 @@ impl ObjectReader {
     }
 
     /// The content offset and length of frame `idx`.
-    pub fn frame_entry(&self, idx: usize) -> Option<FrameEntry> {
-        self.frames.get(idx).copied()
+    pub fn frame_entry(&self, idx: usize) -> Option<&FrameEntry> {
+        self.frames.get(idx)
     }
 }

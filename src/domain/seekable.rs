@@ -6,6 +6,10 @@
 
 use std::cell::RefCell;
 
+use zstd::stream::raw::Operation;
+
+use crate::storage::meta::{PAGE_BYTES, PageEntry};
+
 /// Magic number of the skippable frame that holds the seek table.
 const SKIPPABLE_MAGIC: u32 = 0x184D_2A5E;
 /// Magic number that closes the seek table footer.
@@ -59,6 +63,45 @@ pub fn decompress_frame(frame: &[u8], expected_len: usize) -> Result<Vec<u8>, St
     })
 }
 
+/// Decodes only the first `target` bytes of a frame (a whole number of
+/// pages) and checks each of those pages against its CRC-32: the front of a
+/// frame, verified, without paying for the rest. A `target` reaching the end
+/// decodes the whole frame with [`decompress_frame`] (zstd's checksum).
+pub fn decompress_prefix(
+    frame: &[u8],
+    content_len: usize,
+    target: usize,
+    pages: &[PageEntry],
+) -> Result<Vec<u8>, String> {
+    let page_count = target.div_ceil(PAGE_BYTES);
+    let target = page_count.saturating_mul(PAGE_BYTES);
+    if target >= content_len || page_count > pages.len() {
+        return decompress_frame(frame, content_len);
+    }
+    let mut out = vec![0u8; target];
+    let mut decoder = zstd::stream::raw::Decoder::new().map_err(|e| e.to_string())?;
+    let mut input = zstd::stream::raw::InBuffer::around(frame);
+    let mut output = zstd::stream::raw::OutBuffer::around(&mut out[..]);
+    while output.pos() < target {
+        let before = (input.pos(), output.pos());
+        decoder
+            .run(&mut input, &mut output)
+            .map_err(|e| format!("frame failed to decode ({e})"))?;
+        if (input.pos(), output.pos()) == before {
+            return Err(format!(
+                "frame ended after {} of {target} bytes",
+                output.pos()
+            ));
+        }
+    }
+    for (i, (page, entry)) in out.chunks(PAGE_BYTES).zip(pages).enumerate() {
+        if crc32fast::hash(page) != entry.crc32 {
+            return Err(format!("page {i} of the frame fails its CRC-32"));
+        }
+    }
+    Ok(out)
+}
+
 /// The seek table for frames given as (compressed size, content size).
 pub fn seek_table(frames: &[(u32, u32)]) -> Vec<u8> {
     let entries_len = frames.len() * 8;
@@ -94,6 +137,26 @@ mod tests {
         object.extend_from_slice(&seek_table(&table));
         assert_eq!(zstd::decode_all(&object[..]).unwrap(), parts.concat());
         assert_eq!(&object[object.len() - 4..], &SEEKABLE_MAGIC.to_le_bytes());
+    }
+
+    #[test]
+    fn a_prefix_decodes_exactly_and_is_verified() {
+        let content: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let pages = PageEntry::of(&content);
+        let frame = compress_frame(&content, 3).unwrap();
+        let prefix = decompress_prefix(&frame, content.len(), 70_000, &pages).unwrap();
+        assert_eq!(prefix.len(), 2 * PAGE_BYTES);
+        assert_eq!(prefix, content[..2 * PAGE_BYTES]);
+        let whole = decompress_prefix(&frame, content.len(), content.len(), &pages).unwrap();
+        assert_eq!(whole, content);
+        let mut wrong = pages.clone();
+        wrong[1].crc32 ^= 1;
+        assert!(decompress_prefix(&frame, content.len(), 70_000, &wrong).is_err());
+        assert!(
+            decompress_prefix(&frame[..frame.len() / 10], content.len(), 70_000, &pages).is_err()
+        );
     }
 
     #[test]

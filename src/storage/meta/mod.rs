@@ -40,8 +40,58 @@ impl Layout {
     }
 }
 
-/// One zstd frame of an object: which content it holds and where it is stored.
+/// Content bytes per page: the unit a partial frame read decodes and verifies.
+pub const PAGE_BYTES: usize = 64 << 10;
+
+/// One page of a frame's content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageEntry {
+    /// CRC-32 of the page's content.
+    pub crc32: u32,
+    /// Newlines in the page.
+    pub newlines: u32,
+}
+
+impl PageEntry {
+    /// The pages of a frame's content.
+    pub fn of(content: &[u8]) -> Vec<Self> {
+        content
+            .chunks(PAGE_BYTES)
+            .map(|page| Self {
+                crc32: crc32fast::hash(page),
+                newlines: u32::try_from(memchr::memchr_iter(b'\n', page).count())
+                    .unwrap_or(u32::MAX),
+            })
+            .collect()
+    }
+
+    /// Pages as stored: 8 bytes each, little-endian CRC then newline count.
+    pub fn encode(pages: &[Self]) -> Vec<u8> {
+        pages
+            .iter()
+            .flat_map(|p| {
+                p.crc32
+                    .to_le_bytes()
+                    .into_iter()
+                    .chain(p.newlines.to_le_bytes())
+            })
+            .collect()
+    }
+
+    /// Reads pages stored by [`PageEntry::encode`].
+    pub fn decode(bytes: &[u8]) -> Vec<Self> {
+        bytes
+            .chunks_exact(8)
+            .map(|c| Self {
+                crc32: u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                newlines: u32::from_le_bytes([c[4], c[5], c[6], c[7]]),
+            })
+            .collect()
+    }
+}
+
+/// One zstd frame of an object: which content it holds and where it is stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameEntry {
     /// Offset of the frame's first byte in the content.
     pub content_offset: u64,
@@ -53,6 +103,8 @@ pub struct FrameEntry {
     pub stored_offset: u64,
     /// Length of the compressed frame.
     pub stored_len: u32,
+    /// The frame's pages (empty: the frame is only ever decoded whole).
+    pub pages: Vec<PageEntry>,
 }
 
 /// An object: the stored form of one content, shared by every memory of it.

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::sqlite_writer::{self, WriteCommand};
 use super::{
     AccessUpdate, FrameEntry, Layout, ListQuery, MemoryFields, MemoryRecord, MetaStore, NewMemory,
-    ObjectRecord, PutOutcome,
+    ObjectRecord, PageEntry, PutOutcome,
 };
 use crate::storage::StorageError;
 
@@ -184,7 +184,7 @@ impl MetaStore for SqliteMetaStore {
             Vec::new()
         } else {
             sqlx::query(
-                "SELECT content_offset, content_len, first_line, stored_offset, stored_len \
+                "SELECT content_offset, content_len, first_line, stored_offset, stored_len, pages \
                  FROM frames WHERE hash = ? ORDER BY idx",
             )
             .bind(hash)
@@ -272,6 +272,7 @@ fn frame_from_row(row: &SqliteRow) -> Result<FrameEntry, StorageError> {
         first_line: to_u64(row.try_get("first_line")?),
         stored_offset: to_u64(row.try_get("stored_offset")?),
         stored_len: u32::try_from(row.try_get::<i64, _>("stored_len")?).unwrap_or(0),
+        pages: PageEntry::decode(&row.try_get::<Vec<u8>, _>("pages")?),
     })
 }
 

@@ -3,7 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Row};
 
 use super::sqlite::{MEMORY_SELECT, to_i64, to_u64};
-use super::{MemoryFields, MemoryRecord, NewMemory, PutOutcome};
+use super::{MemoryFields, MemoryRecord, NewMemory, PageEntry, PutOutcome};
 use crate::storage::StorageError;
 
 /// Stores the object if new, then creates the memory or merges into it.
@@ -25,8 +25,8 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<PutOutcome, S
         ))? == 1;
     if new_object {
         let mut insert = conn.prepare_cached(
-            "INSERT INTO frames (hash, idx, content_offset, content_len, first_line, stored_offset, stored_len) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO frames (hash, idx, content_offset, content_len, first_line, stored_offset, stored_len, pages) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for (idx, frame) in object.frames.iter().enumerate() {
             insert.execute((
@@ -37,6 +37,7 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<PutOutcome, S
                 to_i64(frame.first_line),
                 to_i64(frame.stored_offset),
                 i64::from(frame.stored_len),
+                PageEntry::encode(&frame.pages),
             ))?;
         }
     }
