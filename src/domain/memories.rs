@@ -38,6 +38,10 @@ pub struct Memories {
     ingest: IngestConfig,
     limits: SliceLimits,
     objects: moka::sync::Cache<String, Arc<ObjectRecord>>,
+    /// Memories recently opened for reading, so that paging through one
+    /// memory costs no metadata query per slice. Entries live 2 s and are
+    /// dropped at once when this process puts or deletes the memory.
+    opened: moka::sync::Cache<(String, String), Arc<MemoryRecord>>,
     access: Arc<AccessRecorder>,
 }
 
@@ -62,12 +66,17 @@ impl Memories {
             })
             .max_capacity(32 << 20)
             .build();
+        let opened = moka::sync::Cache::builder()
+            .max_capacity(10_000)
+            .time_to_live(std::time::Duration::from_secs(2))
+            .build();
         Self {
             meta,
             blobs,
             ingest,
             limits,
             objects,
+            opened,
             access,
         }
     }
@@ -111,6 +120,8 @@ impl Memories {
                 object: ingested.object,
             })
             .await?;
+        self.opened
+            .invalidate(&(namespace.to_owned(), outcome.record.id.clone()));
         Ok(Stored {
             tokens_saved: outcome.record.tokens.saturating_sub(summary_tokens),
             record: outcome.record,
@@ -151,7 +162,11 @@ impl Memories {
     /// Deletes one memory (its object goes at the next GC if nothing else uses it).
     pub async fn delete(&self, namespace: &str, id: &IdRef) -> Result<MemoryId, DomainError> {
         let id = self.resolve(namespace, id).await?;
-        if self.meta.delete(namespace, id.as_str()).await? {
+        let deleted = self.meta.delete(namespace, id.as_str()).await?;
+        // After the delete: an open racing it cannot put the memory back in the cache.
+        self.opened
+            .invalidate(&(namespace.to_owned(), id.to_string()));
+        if deleted {
             Ok(id)
         } else {
             Err(DomainError::NotFound(id.to_string()))

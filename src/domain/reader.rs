@@ -184,7 +184,10 @@ impl ObjectReader {
     }
 
     /// Offset of the first byte of line `line` (1-based; `line` ≤ lines).
-    pub async fn line_start(&mut self, line: u64) -> Result<u64, DomainError> {
+    ///
+    /// `lookahead` is how many bytes from there the caller reads next: they
+    /// are decoded in the same pass, so the frame is not decoded twice.
+    pub async fn line_start(&mut self, line: u64, lookahead: usize) -> Result<u64, DomainError> {
         if line <= 1 {
             return Ok(0);
         }
@@ -198,7 +201,7 @@ impl ObjectReader {
         for (p, page) in entry.pages.iter().enumerate() {
             seen += u64::from(page.newlines);
             if seen >= nth {
-                need = (p + 1) * PAGE_BYTES;
+                need = ((p + 1) * PAGE_BYTES).saturating_add(lookahead);
                 break;
             }
         }

@@ -1,6 +1,6 @@
 //! The zstd seekable layout: independent checksummed frames plus a seek table.
 //!
-//! An object is a run of zstd frames (each ~1 MiB of content, with zstd's own
+//! An object is a run of zstd frames (each 512 KiB of content by default, with zstd's own
 //! content checksum) followed by the seek table of the zstd "seekable format"
 //! in a skippable frame, so a plain `zstd -d` still decodes the whole object.
 

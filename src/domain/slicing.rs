@@ -101,7 +101,7 @@ pub async fn lines(
         )));
     }
     let end = end.min(total.max(1));
-    let offset = reader.line_start(start).await?;
+    let offset = reader.line_start(start, limits.max_bytes as usize).await?;
     let window = reader.read(offset, limits.max_bytes).await?;
     let window_reaches_end = offset + window.len() as u64 >= reader.size();
     let wanted = (end - start + 1) as usize;
