@@ -46,9 +46,9 @@ impl App {
                 raw_inline_max: config.inline_max_bytes,
                 inline_object_max: config.inline_object_max_bytes,
                 max_upload_bytes: config.max_upload_bytes,
-                parallelism: std::thread::available_parallelism()
-                    .map_or(2, |n| n.get())
-                    .max(2),
+                // Two frames more than cores: the workers never wait for the
+                // reader to fill the next frame.
+                parallelism: std::thread::available_parallelism().map_or(2, |n| n.get()) + 2,
             },
             SliceLimits {
                 max_lines: config.max_slice_lines,

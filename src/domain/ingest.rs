@@ -5,7 +5,6 @@
 //! at once, whatever the size of the upload.
 
 use bytes::{Bytes, BytesMut};
-use futures::stream::FuturesOrdered;
 use futures::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
 
@@ -30,7 +29,7 @@ pub struct IngestConfig {
     pub inline_object_max: usize,
     /// Largest accepted upload.
     pub max_upload_bytes: Option<u64>,
-    /// Frames compressed at once.
+    /// Frames in flight at once (being compressed, or waiting to be written).
     pub parallelism: usize,
 }
 
@@ -76,8 +75,13 @@ struct Assembly<'a> {
 }
 
 /// Reads `body` to its end and stores it; returns the object to record.
+///
+/// Two halves run concurrently: the reader cuts the body into frames and
+/// starts each one's compression at once; the assembler takes the results in
+/// order and hashes, indexes and writes them. A bounded channel between them
+/// keeps at most `parallelism` frames in flight.
 pub async fn ingest<S, E>(
-    mut body: S,
+    body: S,
     blobs: &dyn BlobStore,
     config: &IngestConfig,
 ) -> Result<Ingested, DomainError>
@@ -85,11 +89,43 @@ where
     S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
     E: std::fmt::Display,
 {
+    let (jobs, mut ready) = tokio::sync::mpsc::channel(config.parallelism.max(1));
+    let mut assembly = Assembly::new(config, blobs);
+    let assemble = async {
+        while let Some(job) = ready.recv().await {
+            assembly.add(finish(job).await?).await?;
+        }
+        Ok::<_, DomainError>(())
+    };
+    let (read, assembled) = tokio::join!(read_frames(body, config, jobs), assemble);
+    if let Some(small) = read? {
+        return Ok(raw(small));
+    }
+    assembled?;
+    assembly.finish().await
+}
+
+/// A frame's compression: started on the blocking pool, or already done (small frames).
+enum FrameJob {
+    Running(tokio::task::JoinHandle<std::io::Result<FrameOut>>),
+    Done(Box<std::io::Result<FrameOut>>),
+}
+
+/// Cuts `body` into frames and hands them to the assembler; returns the
+/// content itself when it is small enough to be stored raw (no frame sent).
+async fn read_frames<S, E>(
+    mut body: S,
+    config: &IngestConfig,
+    jobs: tokio::sync::mpsc::Sender<FrameJob>,
+) -> Result<Option<Bytes>, DomainError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
+    E: std::fmt::Display,
+{
     let frame_bytes = config.frame_bytes.max(1);
     let mut buf = BytesMut::with_capacity(frame_bytes.min(1 << 16));
-    let mut pending = FuturesOrdered::new();
-    let mut assembly = Assembly::new(config, blobs);
     let mut total: u64 = 0;
+    let mut sent = false;
     while let Some(chunk) = body.next().await {
         let mut chunk = chunk.map_err(|e| DomainError::Body(e.to_string()))?;
         total += chunk.len() as u64;
@@ -100,27 +136,27 @@ where
             let take = (frame_bytes - buf.len()).min(chunk.len());
             buf.extend_from_slice(&chunk.split_to(take));
             if buf.len() == frame_bytes {
-                pending.push_back(compress(buf.split().freeze(), config.zstd_level, false));
-                while pending.len() >= config.parallelism.max(1) {
-                    if let Some(out) = pending.next().await {
-                        assembly.add(out?).await?;
-                    }
+                sent = true;
+                if jobs
+                    .send(start(buf.split().freeze(), config.zstd_level, false))
+                    .await
+                    .is_err()
+                {
+                    return Ok(None); // the assembler failed; it reports why
                 }
             }
         }
     }
-    if pending.is_empty() && assembly.frames.is_empty() && buf.len() <= config.raw_inline_max {
-        return Ok(raw(buf.freeze()));
+    if !sent && buf.len() <= config.raw_inline_max {
+        return Ok(Some(buf.freeze()));
     }
     if !buf.is_empty() {
         // A lone frame is hashed by its worker too: one hand-off instead of two.
-        let lone = pending.is_empty() && assembly.frames.is_empty();
-        pending.push_back(compress(buf.freeze(), config.zstd_level, lone));
+        let _ = jobs
+            .send(start(buf.freeze(), config.zstd_level, !sent))
+            .await;
     }
-    while let Some(out) = pending.next().await {
-        assembly.add(out?).await?;
-    }
-    assembly.finish().await
+    Ok(None)
 }
 
 /// Small content: stored as is, no frames.
@@ -154,20 +190,16 @@ pub fn line_count(newlines: u64, last_byte: Option<u8>) -> u64 {
 /// under 100 µs of work, cheaper than a hand-off to the blocking pool.
 const INLINE_WORK_MAX: usize = 16 << 10;
 
-/// Compresses and scans a frame (and hashes it if `hash`), on the blocking
-/// pool unless it is small.
-fn compress(
-    content: Bytes,
-    level: i32,
-    hash: bool,
-) -> impl Future<Output = Result<FrameOut, DomainError>> {
+/// Starts compressing and scanning a frame (and hashing it if `hash`): on
+/// the blocking pool, or right here when it is small.
+fn start(content: Bytes, level: i32, hash: bool) -> FrameJob {
     let small = content.len() <= INLINE_WORK_MAX;
     let work = move || {
         let compressed = seekable::compress_frame(&content, level)?;
         let scan = scan_frame(&content);
         let pages = PageEntry::of(&content);
         let hashed = hash.then(|| Sha256::new_with_prefix(&content));
-        Ok::<_, std::io::Error>(FrameOut {
+        Ok(FrameOut {
             content,
             compressed,
             scan,
@@ -175,16 +207,22 @@ fn compress(
             hashed,
         })
     };
-    async move {
-        let done = if small {
-            work()
-        } else {
-            tokio::task::spawn_blocking(work)
-                .await
-                .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
-        };
-        done.map_err(|e| DomainError::Storage(e.into()))
+    if small {
+        FrameJob::Done(Box::new(work()))
+    } else {
+        FrameJob::Running(tokio::task::spawn_blocking(work))
     }
+}
+
+/// Waits for a frame's compression.
+async fn finish(job: FrameJob) -> Result<FrameOut, DomainError> {
+    let done = match job {
+        FrameJob::Done(done) => *done,
+        FrameJob::Running(task) => task
+            .await
+            .map_err(|e| StorageError::Io(std::io::Error::other(e)))?,
+    };
+    done.map_err(|e| DomainError::Storage(e.into()))
 }
 
 impl<'a> Assembly<'a> {

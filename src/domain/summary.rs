@@ -1,7 +1,6 @@
 //! Deterministic summaries built while content streams in: counts, head,
 //! error-looking lines with their numbers, tail. No LLM, no randomness.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use std::sync::LazyLock;
 
 /// Hard cap on a summary, in characters.
@@ -15,19 +14,25 @@ const TAIL_KEEP: usize = 4096;
 /// Bytes of the start of the content looked at for the head and binary detection.
 const HEAD_KEEP: usize = 4096;
 
-static ERROR_WORDS: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
-    AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .build([
-            "error",
-            "exception",
-            "fatal",
-            "panic",
-            "traceback",
-            "failed",
-            "failure",
-        ])
-        .ok()
+/// Words that make a line look like an error (matched in any ASCII case).
+const ERROR_WORDS: [&str; 7] = [
+    "error",
+    "exception",
+    "fatal",
+    "panic",
+    "traceback",
+    "failed",
+    "failure",
+];
+
+/// One SIMD substring finder per word, run over a lower-cased copy of the
+/// frame: measured ~4x faster than one case-insensitive multi-pattern search,
+/// whose prefilter gives up on such common first letters.
+static ERROR_FINDERS: LazyLock<Vec<memchr::memmem::Finder<'static>>> = LazyLock::new(|| {
+    ERROR_WORDS
+        .iter()
+        .map(|w| memchr::memmem::Finder::new(w.as_bytes()))
+        .collect()
 });
 
 /// Error-looking lines found in one frame, numbered from the frame's start.
@@ -47,28 +52,32 @@ pub fn scan_frame(frame: &[u8]) -> FrameScan {
         newlines: memchr::memchr_iter(b'\n', frame).count() as u64,
         ..FrameScan::default()
     };
-    let Some(words) = ERROR_WORDS.as_ref() else {
-        return scan;
-    };
-    let (mut counted_to, mut newlines_before, mut next_line_start) = (0usize, 0u64, 0usize);
-    for hit in words.find_iter(frame) {
-        if hit.start() < next_line_start {
-            continue; // one count per line
+    let lower = frame.to_ascii_lowercase();
+    let mut starts: Vec<usize> = Vec::new();
+    for finder in ERROR_FINDERS.iter() {
+        let mut last_line = None;
+        for hit in finder.find_iter(&lower) {
+            let line_start = memchr::memrchr(b'\n', &frame[..hit]).map_or(0, |p| p + 1);
+            if last_line != Some(line_start) {
+                starts.push(line_start);
+                last_line = Some(line_start);
+            }
         }
-        let line_start = memchr::memrchr(b'\n', &frame[..hit.start()]).map_or(0, |p| p + 1);
-        let line_end =
-            memchr::memchr(b'\n', &frame[hit.start()..]).map_or(frame.len(), |p| hit.start() + p);
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    scan.error_count = starts.len() as u64;
+    let (mut counted_to, mut newlines_before) = (0usize, 0u64);
+    for &line_start in starts.iter().take(ERROR_LINES) {
         newlines_before +=
             memchr::memchr_iter(b'\n', &frame[counted_to..line_start]).count() as u64;
         counted_to = line_start;
-        next_line_start = line_end + 1;
-        scan.error_count += 1;
-        if scan.errors.len() < ERROR_LINES {
-            scan.errors.push((
-                newlines_before,
-                clean_line(&frame[line_start..line_end], 200),
-            ));
-        }
+        let line_end =
+            memchr::memchr(b'\n', &frame[line_start..]).map_or(frame.len(), |p| line_start + p);
+        scan.errors.push((
+            newlines_before,
+            clean_line(&frame[line_start..line_end], 200),
+        ));
     }
     scan
 }
