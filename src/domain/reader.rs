@@ -16,16 +16,16 @@ use crate::storage::meta::{FrameEntry, Layout, ObjectRecord, PAGE_BYTES};
 pub struct ObjectReader {
     object: Arc<ObjectRecord>,
     blobs: Arc<dyn BlobStore>,
-    frames: Vec<FrameEntry>,
+    /// Raw content reads as one frame holding everything.
+    raw: Option<[FrameEntry; 1]>,
     decoded: Vec<(usize, Bytes)>,
 }
 
 impl ObjectReader {
     /// A reader over `object`.
     pub fn new(object: Arc<ObjectRecord>, blobs: Arc<dyn BlobStore>) -> Self {
-        let frames = if object.layout == Layout::Raw {
-            // Raw content reads as one frame holding everything.
-            vec![FrameEntry {
+        let raw = (object.layout == Layout::Raw).then(|| {
+            [FrameEntry {
                 content_offset: 0,
                 content_len: u32::try_from(object.bytes).unwrap_or(u32::MAX),
                 first_line: 1,
@@ -33,14 +33,20 @@ impl ObjectReader {
                 stored_len: 0,
                 pages: Vec::new(),
             }]
-        } else {
-            object.frames.clone()
-        };
+        });
         Self {
             object,
             blobs,
-            frames,
+            raw,
             decoded: Vec::with_capacity(2),
+        }
+    }
+
+    /// The frame index (borrowed from the cached object: nothing is copied per request).
+    fn frames(&self) -> &[FrameEntry] {
+        match &self.raw {
+            Some(raw) => raw,
+            None => &self.object.frames,
         }
     }
 
@@ -63,14 +69,14 @@ impl ObjectReader {
 
     /// Index of the frame holding content byte `offset` (the last frame for the end).
     pub fn frame_at_offset(&self, offset: u64) -> usize {
-        self.frames
+        self.frames()
             .partition_point(|f| f.content_offset <= offset)
             .saturating_sub(1)
     }
 
     /// Index of the frame holding the `k`-th newline (k ≥ 1).
     fn frame_with_newline(&self, k: u64) -> usize {
-        self.frames
+        self.frames()
             .partition_point(|f| f.first_line <= k)
             .saturating_sub(1)
     }
@@ -78,7 +84,7 @@ impl ObjectReader {
     /// The decoded, verified content of frame `idx`: at least its first
     /// `need` bytes (rounded up to whole pages), or all of it.
     pub async fn frame(&mut self, idx: usize, need: usize) -> Result<Bytes, DomainError> {
-        let whole = self.frames.get(idx).map_or(0, |f| f.content_len as usize);
+        let whole = self.frames().get(idx).map_or(0, |f| f.content_len as usize);
         if let Some((_, data)) = self
             .decoded
             .iter()
@@ -87,7 +93,7 @@ impl ObjectReader {
             return Ok(data.clone());
         }
         let entry = self
-            .frames
+            .frames()
             .get(idx)
             .cloned()
             .ok_or_else(|| self.corrupt(format!("frame {idx} is not in the index")))?;
@@ -167,7 +173,7 @@ impl ObjectReader {
         let last = self.frame_at_offset(end - 1);
         let mut out = Vec::new();
         for idx in first..=last {
-            let frame_start = self.frames[idx].content_offset;
+            let frame_start = self.frames()[idx].content_offset;
             let from = offset.saturating_sub(frame_start) as usize;
             let to = (end - frame_start) as usize;
             let data = self.frame(idx, to).await?;
@@ -193,7 +199,7 @@ impl ObjectReader {
         }
         let k = line - 1; // the line starts right after the k-th newline
         let idx = self.frame_with_newline(k);
-        let entry = &self.frames[idx];
+        let entry = &self.frames()[idx];
         let (frame_start, nth) = (entry.content_offset, k - (entry.first_line - 1));
         // Decode only up to the page holding that newline.
         let mut seen = 0u64;
@@ -221,8 +227,10 @@ impl ObjectReader {
         }
         let offset = offset.min(self.size() - 1);
         let idx = self.frame_at_offset(offset);
-        let (frame_start, first_line) =
-            (self.frames[idx].content_offset, self.frames[idx].first_line);
+        let (frame_start, first_line) = (
+            self.frames()[idx].content_offset,
+            self.frames()[idx].first_line,
+        );
         let within = (offset - frame_start) as usize;
         let data = self.frame(idx, within + 1).await?;
         let within = within.min(data.len());
@@ -231,11 +239,11 @@ impl ObjectReader {
 
     /// Number of frames.
     pub fn frame_count(&self) -> usize {
-        self.frames.len()
+        self.frames().len()
     }
 
     /// The content offset and length of frame `idx`.
     pub fn frame_entry(&self, idx: usize) -> Option<&FrameEntry> {
-        self.frames.get(idx)
+        self.frames().get(idx)
     }
 }
