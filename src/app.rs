@@ -29,7 +29,9 @@ impl App {
     /// Opens the stores the configuration names.
     pub async fn build(config: &Config) -> anyhow::Result<Self> {
         config.validate().map_err(anyhow::Error::msg)?;
-        let auth = Auth::parse(config.api_keys.as_deref()).map_err(anyhow::Error::msg)?;
+        let auth = Auth::parse(config.api_keys.as_deref())
+            .map_err(anyhow::Error::msg)?
+            .guard_loopback(config.listen.ip().is_loopback());
         std::fs::create_dir_all(&config.data_dir).with_context(|| {
             format!("cannot create data directory {}", config.data_dir.display())
         })?;

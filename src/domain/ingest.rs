@@ -1,7 +1,7 @@
 //! Streaming ingest: cut the upload into frames, compress them in parallel,
 //! hash and index them in order, and store the object where it belongs.
 //!
-//! Memory stays bounded: at most `parallelism + 1` frames of content are held
+//! Memory stays bounded: at most `parallelism + 3` frames of content are held
 //! at once, whatever the size of the upload.
 
 use bytes::{Bytes, BytesMut};
@@ -91,7 +91,11 @@ where
 {
     let (jobs, mut ready) = tokio::sync::mpsc::channel(config.parallelism.max(1));
     let mut assembly = Assembly::new(config, blobs);
-    let assemble = async {
+    // `async move` takes the receiver: when assembly fails, the receiver is
+    // dropped with it and the reader's next send fails instead of waiting.
+    let assembly_ref = &mut assembly;
+    let assemble = async move {
+        let assembly = assembly_ref;
         while let Some(job) = ready.recv().await {
             assembly.add(finish(job).await?).await?;
         }

@@ -155,7 +155,8 @@ impl Memories {
 
     /// A page of the namespace's memories, newest first.
     pub async fn list(&self, mut query: ListQuery) -> Result<Vec<MemoryRecord>, DomainError> {
-        query.limit = query.limit.clamp(1, MAX_PAGE);
+        // One more than a page, so the caller can tell whether another page follows.
+        query.limit = query.limit.clamp(1, MAX_PAGE + 1);
         Ok(self.meta.list(&query).await?)
     }
 
@@ -179,7 +180,19 @@ impl Memories {
         namespace: &str,
         id: &IdRef,
     ) -> Result<(MemoryRecord, ObjectReader), DomainError> {
-        let record = self.get(namespace, id).await?;
+        let cached = match id {
+            IdRef::Full(full) => self.opened.get(&(namespace.to_owned(), full.to_string())),
+            IdRef::Prefix(_) => None,
+        };
+        let record = match cached {
+            Some(record) => MemoryRecord::clone(&record),
+            None => {
+                let record = self.get(namespace, id).await?;
+                let key = (namespace.to_owned(), record.id.clone());
+                self.opened.insert(key, Arc::new(record.clone()));
+                record
+            }
+        };
         let object =
             match self.objects.get(&record.id) {
                 Some(object) => object,

@@ -28,6 +28,8 @@ pub struct Caller {
 #[derive(Clone, Default)]
 pub struct Auth {
     keys: Option<HashMap<[u8; 32], Caller>>,
+    /// No keys and a loopback address: refuse requests from web pages.
+    loopback_only: bool,
 }
 
 impl Auth {
@@ -79,7 +81,17 @@ impl Auth {
                 return Err(format!("API key entry {} repeats a key", n + 1));
             }
         }
-        Ok(Self { keys: Some(keys) })
+        Ok(Self {
+            keys: Some(keys),
+            loopback_only: false,
+        })
+    }
+
+    /// Marks an open (keyless) server bound to loopback, which then refuses
+    /// requests carrying a foreign `Origin` or `Host`.
+    pub fn guard_loopback(mut self, listen_is_loopback: bool) -> Self {
+        self.loopback_only = self.keys.is_none() && listen_is_loopback;
+        self
     }
 
     /// Whether keys are required.
@@ -118,12 +130,48 @@ fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
 
+/// Whether a `Host` or `Origin` value names this machine's loopback.
+fn is_loopback_host(value: &str) -> bool {
+    let host = value.split("://").last().unwrap_or(value);
+    let host = host.split('/').next().unwrap_or(host);
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or(rest)
+    } else {
+        host.rsplit_once(':').map_or(host, |(name, _)| name)
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Without keys the API is open to whatever can reach it, so requests that
+/// only a web page would make are refused: a foreign `Origin` (another site
+/// driving the user's browser) and a foreign `Host` (DNS rebinding).
+fn refuse_browser_request(request: &Request) -> Option<AppError> {
+    let header = |name| request.headers().get(name).and_then(|v| v.to_str().ok());
+    let foreign = |value: Option<&str>| value.is_some_and(|v| !is_loopback_host(v));
+    if foreign(header(axum::http::header::ORIGIN)) || foreign(header(axum::http::header::HOST)) {
+        return Some(AppError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "without API keys only clients on this machine may call the API directly; configure CAIRN_API_KEYS",
+        ));
+    }
+    None
+}
+
 /// Middleware: authenticates and puts the [`Caller`] into the request.
 pub async fn require_caller(
     State(auth): State<Arc<Auth>>,
     mut request: Request,
     next: Next,
 ) -> Response {
+    if auth.loopback_only
+        && let Some(refusal) = refuse_browser_request(&request)
+    {
+        return refusal.into_response();
+    }
     let header = request
         .headers()
         .get(axum::http::header::AUTHORIZATION)
@@ -174,6 +222,29 @@ mod tests {
         assert!(auth.authenticate(Some("Bearer k-beta-4567")).unwrap().admin);
         assert!(auth.authenticate(Some("Bearer nope-nope")).is_err());
         assert!(auth.authenticate(None).is_err());
+    }
+
+    #[test]
+    fn loopback_hosts_are_told_apart() {
+        for host in [
+            "localhost:8077",
+            "127.0.0.1:8077",
+            "127.0.0.1",
+            "[::1]:8077",
+            "http://localhost:3000",
+            "LOCALHOST",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "evil.example:8077",
+            "10.0.0.1",
+            "http://evil.example",
+            "localhost.evil.example",
+            "null",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
     }
 
     #[test]

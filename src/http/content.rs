@@ -86,6 +86,16 @@ pub async fn get(
     let out = response.headers_mut();
     out.insert(header::ETAG, etag_value);
     out.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    // Stored content is data, never a page of this origin: a memory put as
+    // text/html must not run script that could read the API.
+    out.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    out.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox; default-src 'none'"),
+    );
     out.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start));
     out.insert(
         header::CONTENT_TYPE,
@@ -123,6 +133,10 @@ fn parse_range(spec: &str, size: u64) -> RangeSpec {
         return RangeSpec::Ignore;
     };
     let (first, last) = (first.trim(), last.trim());
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(first) || !digits(last) {
+        return RangeSpec::Ignore;
+    }
     match (first.parse::<u64>(), last.parse::<u64>()) {
         (Ok(a), _) if a >= size => RangeSpec::Unsatisfiable,
         (Ok(a), Ok(b)) if b >= a => RangeSpec::Satisfiable(a, b.saturating_add(1).min(size)),
@@ -153,5 +167,6 @@ mod tests {
         assert_eq!(parse_range("items=0-1", 100), Ignore);
         assert_eq!(parse_range("bytes=5-1", 100), Ignore);
         assert_eq!(parse_range("bytes=0-", 0), Unsatisfiable);
+        assert_eq!(parse_range("bytes=+5-9", 100), Ignore);
     }
 }

@@ -17,3 +17,4 @@ mod lines;
 mod listing;
 mod memories;
 mod openapi;
+mod safety;

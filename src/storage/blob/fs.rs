@@ -141,9 +141,11 @@ impl BlobWriter for FsBlobWriter {
                 sync_dir(&root)?;
             }
             match file.persist_noclobber(&target) {
+                // Already stored by an earlier or concurrent put: ours is dropped. The
+                // directory is synced either way: the put that linked it may not have
+                // yet, and a dedup hit must not answer faster than a new object.
                 Ok(_) => sync_dir(&fan),
-                // Already stored by an earlier or concurrent put: ours is dropped.
-                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => sync_dir(&fan),
                 Err(e) => Err(e.error),
             }
         })

@@ -110,7 +110,7 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
         if let Some(index) = batch
             .iter()
             .position(|c| matches!(c, WriteCommand::Shutdown(_)))
-            && let WriteCommand::Shutdown(ack) = batch.swap_remove(index)
+            && let WriteCommand::Shutdown(ack) = batch.remove(index)
         {
             stop = Some(ack);
         }
@@ -129,8 +129,9 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
             }
             Err(e) => {
                 tracing::error!(error = %e, "metadata write failed");
-                for command in batch.drain(..) {
-                    command.answer(Err(StorageError::Database(e.to_string())));
+                // A single command (or none): it gets the error as it is (e.g. `Full` → 507).
+                if let Some(command) = batch.pop() {
+                    command.answer(Err(e));
                 }
             }
         }
