@@ -288,3 +288,61 @@ async fn reads_are_counted_in_batches() {
     assert!(after["last_accessed_at"].is_string());
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_leftover_object_file_without_metadata_is_replaced_not_trusted() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::build(&Config::with_data_dir(dir.path()))
+        .await
+        .unwrap();
+    let router = app.router();
+    let content = log_text(60_000, 21);
+    let id = hex::encode(sha2::Sha256::digest(&content));
+    // What a crash between linking an object and committing its metadata
+    // leaves behind, here written with other settings (1 KiB frames, level 1).
+    let fan = dir.path().join("blobs").join(&id[..2]);
+    std::fs::create_dir_all(&fan).unwrap();
+    let mut leftover = Vec::new();
+    for part in content.chunks(1024) {
+        leftover.extend(zstd::bulk::compress(part, 1).unwrap());
+    }
+    std::fs::write(fan.join(format!("{id}.zst")), &leftover).unwrap();
+
+    let (status, put) = call(&router, put_request(content.clone())).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(put["id"].as_str(), Some(id.as_str()));
+    for start in [1, 20_000, 59_990] {
+        let (status, body) = call(
+            &router,
+            get(&format!(
+                "/v1/memories/{id}/lines?start={start}&end={}",
+                start + 5
+            )),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let want: String = std::str::from_utf8(&content)
+            .unwrap()
+            .split_inclusive('\n')
+            .skip(start - 1)
+            .take(6)
+            .collect();
+        assert_eq!(body["text"].as_str(), Some(want.as_str()));
+    }
+    let response = router
+        .clone()
+        .oneshot(get(&format!("/v1/memories/{id}/content")))
+        .await
+        .unwrap();
+    let whole = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(whole[..] == content[..]);
+    // A second put of the same content keeps the (now described) object.
+    let (status, again) = call(&router, put_request(content.clone())).await;
+    assert_eq!(
+        (status, again["deduplicated"].as_bool()),
+        (StatusCode::OK, Some(true))
+    );
+    assert_eq!(files_under(&dir.path().join("blobs")).len(), 1);
+    app.shutdown().await;
+}

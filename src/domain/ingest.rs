@@ -14,7 +14,7 @@ use super::seekable;
 use super::summary::{FrameScan, SummaryBuilder, scan_frame};
 use crate::storage::StorageError;
 use crate::storage::blob::{BlobStore, BlobWriter};
-use crate::storage::meta::{FrameEntry, Layout, ObjectRecord, PageEntry};
+use crate::storage::meta::{FrameEntry, Layout, MetaStore, ObjectRecord, PageEntry};
 
 /// How content is framed and where it is stored.
 #[derive(Clone, Debug)]
@@ -63,6 +63,7 @@ enum Sink {
 struct Assembly<'a> {
     config: &'a IngestConfig,
     blobs: &'a dyn BlobStore,
+    meta: &'a dyn MetaStore,
     hasher: Option<Sha256>,
     frames: Vec<FrameEntry>,
     table: Vec<(u32, u32)>,
@@ -83,6 +84,7 @@ struct Assembly<'a> {
 pub async fn ingest<S, E>(
     body: S,
     blobs: &dyn BlobStore,
+    meta: &dyn MetaStore,
     config: &IngestConfig,
 ) -> Result<Ingested, DomainError>
 where
@@ -90,7 +92,7 @@ where
     E: std::fmt::Display,
 {
     let (jobs, mut ready) = tokio::sync::mpsc::channel(config.parallelism.max(1));
-    let mut assembly = Assembly::new(config, blobs);
+    let mut assembly = Assembly::new(config, blobs, meta);
     // `async move` takes the receiver: when assembly fails, the receiver is
     // dropped with it and the reader's next send fails instead of waiting.
     let assembly_ref = &mut assembly;
@@ -163,6 +165,23 @@ where
     Ok(None)
 }
 
+/// Makes a written object durable, unless the content is already stored.
+///
+/// An object row names the file that is authoritative for its content (its
+/// frame index describes that file): then ours is dropped. Without a row, any
+/// file already under the name is a leftover (a crash between link and
+/// metadata commit), possibly encoded with other settings: ours replaces it.
+async fn settle(
+    meta: &dyn MetaStore,
+    writer: Box<dyn BlobWriter>,
+    id: &MemoryId,
+) -> Result<(), DomainError> {
+    if meta.object(id.as_str()).await?.is_some() {
+        return Ok(()); // dropping the writer removes its temp file
+    }
+    Ok(writer.commit(id.as_str()).await?)
+}
+
 /// Small content: stored as is, no frames.
 fn raw(content: Bytes) -> Ingested {
     let scan = scan_frame(&content);
@@ -230,10 +249,11 @@ async fn finish(job: FrameJob) -> Result<FrameOut, DomainError> {
 }
 
 impl<'a> Assembly<'a> {
-    fn new(config: &'a IngestConfig, blobs: &'a dyn BlobStore) -> Self {
+    fn new(config: &'a IngestConfig, blobs: &'a dyn BlobStore, meta: &'a dyn MetaStore) -> Self {
         Self {
             config,
             blobs,
+            meta,
             hasher: Some(Sha256::new()),
             frames: Vec::new(),
             table: Vec::new(),
@@ -320,12 +340,12 @@ impl<'a> Assembly<'a> {
                 let mut writer = self.blobs.create().await?;
                 writer.write(Bytes::from(buffer)).await?;
                 writer.write(Bytes::from(table)).await?;
-                writer.commit(id.as_str()).await?;
+                settle(self.meta, writer, &id).await?;
                 (Layout::Blob, None)
             }
             Sink::Blob(mut writer) => {
                 writer.write(Bytes::from(table)).await?;
-                writer.commit(id.as_str()).await?;
+                settle(self.meta, writer, &id).await?;
                 (Layout::Blob, None)
             }
         };

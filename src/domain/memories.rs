@@ -99,7 +99,8 @@ impl Memories {
         E: std::fmt::Display,
     {
         let fields = fields.validate()?;
-        let ingested = ingest::ingest(body, self.blobs.as_ref(), &self.ingest).await?;
+        let ingested =
+            ingest::ingest(body, self.blobs.as_ref(), self.meta.as_ref(), &self.ingest).await?;
         tracing::Span::current().record("memory.id", ingested.id.as_str());
         let object = &ingested.object;
         let tokens = tokens::estimate(object.bytes);

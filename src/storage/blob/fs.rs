@@ -1,8 +1,9 @@
 //! Blob store on the local file system: `blobs/ab/<sha256>.zst`, temp files in `tmp/`.
 //!
 //! Write order (durable before the answer): temp file created with O_EXCL on
-//! the same file system → written → fsync → linked into place without
-//! replacing (an existing target is a dedup hit) → fsync of the directory.
+//! the same file system → written → fsync → renamed into place (atomic) →
+//! fsync of the directory. The domain commits only objects that no metadata
+//! refers to yet; a dedup hit on a stored object drops its temp file.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -140,14 +141,8 @@ impl BlobWriter for FsBlobWriter {
                 fs::create_dir_all(&fan)?;
                 sync_dir(&root)?;
             }
-            match file.persist_noclobber(&target) {
-                // Already stored by an earlier or concurrent put: ours is dropped. The
-                // directory is synced either way: the put that linked it may not have
-                // yet, and a dedup hit must not answer faster than a new object.
-                Ok(_) => sync_dir(&fan),
-                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => sync_dir(&fan),
-                Err(e) => Err(e.error),
-            }
+            file.persist(&target).map_err(|e| e.error)?;
+            sync_dir(&fan)
         })
         .await
     }

@@ -25,7 +25,9 @@ pub trait BlobStore: Send + Sync {
 pub trait BlobWriter: Send {
     /// Appends bytes.
     async fn write(&mut self, data: Bytes) -> Result<(), StorageError>;
-    /// Makes the object durable under `hash`. An object already stored under
-    /// that hash is kept and this one dropped: same hash, same content.
+    /// Makes the object durable under `hash`, atomically replacing whatever
+    /// is stored there (the caller commits only when no metadata refers to
+    /// an object of that hash; concurrent commits of one content carry the
+    /// same bytes).
     async fn commit(self: Box<Self>, hash: &str) -> Result<(), StorageError>;
 }
