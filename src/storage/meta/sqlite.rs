@@ -79,8 +79,20 @@ impl SqliteMetaStore {
 #[async_trait]
 impl MetaStore for SqliteMetaStore {
     async fn put(&self, memory: NewMemory) -> Result<PutOutcome, StorageError> {
-        self.send(|reply| WriteCommand::Put(Box::new(memory), reply))
-            .await
+        let (namespace, id) = (memory.namespace.clone(), memory.object.hash.clone());
+        let written = self
+            .send(|reply| WriteCommand::Put(Box::new(memory), reply))
+            .await?;
+        let record = match written.record {
+            Some(record) => record,
+            None => self.get(&namespace, &id).await?.ok_or_else(|| {
+                StorageError::Unavailable(format!("memory {id} was deleted while it was being put"))
+            })?,
+        };
+        Ok(PutOutcome {
+            created: written.created,
+            record,
+        })
     }
 
     async fn get(&self, namespace: &str, id: &str) -> Result<Option<MemoryRecord>, StorageError> {

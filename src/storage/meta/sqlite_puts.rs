@@ -1,13 +1,24 @@
 //! One put, as the SQLite writer thread runs it inside its batch transaction.
+//! Records that are not known in full are read back by the store after the
+//! commit, through the read pool, so that rows are mapped in one place.
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::Connection;
 
-use super::sqlite::{MEMORY_SELECT, to_i64, to_u64};
-use super::{MemoryFields, MemoryRecord, NewMemory, PageEntry, PutOutcome};
+use super::sqlite::to_i64;
+use super::{MemoryRecord, NewMemory, PageEntry};
 use crate::storage::StorageError;
 
+/// What a put wrote: whether the memory is new, and its record when it is
+/// fully known without reading it back (a new memory over a new object).
+pub(super) struct Written {
+    /// The memory did not exist in the namespace before.
+    pub created: bool,
+    /// The record, unless it has to be read back after the commit.
+    pub record: Option<MemoryRecord>,
+}
+
 /// Stores the object if new, then creates the memory or merges into it.
-pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<PutOutcome, StorageError> {
+pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, StorageError> {
     let object = &memory.object;
     let new_object =
         conn.prepare_cached(
@@ -78,12 +89,8 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<PutOutcome, S
     for t in &f.tags {
         tag.execute((ns, id, t))?;
     }
-    let record = if created && new_object {
-        fresh_record(memory)
-    } else {
-        read_back(conn, ns, id)?
-    };
-    Ok(PutOutcome { created, record })
+    let record = (created && new_object).then(|| fresh_record(memory));
+    Ok(Written { created, record })
 }
 
 /// The record of a memory created over a new object: everything is known already.
@@ -102,46 +109,4 @@ fn fresh_record(put: &NewMemory) -> MemoryRecord {
         last_accessed_at: None,
         access_count: 0,
     }
-}
-
-fn read_back(conn: &Connection, ns: &str, id: &str) -> Result<MemoryRecord, StorageError> {
-    let sql = format!("{MEMORY_SELECT} WHERE m.namespace = ?1 AND m.id = ?2");
-    conn.prepare_cached(&sql)?
-        .query_row((ns, id), record_from_row)
-        .optional()?
-        .ok_or_else(|| {
-            StorageError::Database(format!("memory {id} vanished inside its own transaction"))
-        })
-}
-
-/// Reads a row selected with [`MEMORY_SELECT`] (the writer's twin of `sqlite::memory_from_row`).
-fn record_from_row(row: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
-    let tags_json: Option<String> = row.get("tags")?;
-    let mut tags: Vec<String> = tags_json
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
-    tags.sort();
-    Ok(MemoryRecord {
-        namespace: row.get("namespace")?,
-        id: row.get("id")?,
-        fields: MemoryFields {
-            kind: row.get("type")?,
-            subtype: row.get("subtype")?,
-            mime: row.get("mime")?,
-            title: row.get("title")?,
-            tags,
-            thread: row.get("thread")?,
-            checkpoint: row.get("checkpoint")?,
-            directory: row.get("directory")?,
-        },
-        bytes: to_u64(row.get("bytes")?),
-        stored_bytes: to_u64(row.get("stored_bytes")?),
-        lines: to_u64(row.get("lines")?),
-        tokens: to_u64(row.get("tokens")?),
-        summary: row.get("summary")?,
-        created_at: row.get("created_at")?,
-        updated_at: row.get("updated_at")?,
-        last_accessed_at: row.get("last_accessed_at")?,
-        access_count: row.get("access_count")?,
-    })
 }

@@ -15,8 +15,8 @@ use std::time::Duration;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
-use super::sqlite_puts::put;
-use super::{AccessUpdate, NewMemory, PutOutcome};
+use super::sqlite_puts::{Written, put};
+use super::{AccessUpdate, NewMemory};
 use crate::storage::StorageError;
 
 /// Most commands committed in one transaction.
@@ -33,7 +33,7 @@ type Reply<T> = oneshot::Sender<Result<T, StorageError>>;
 /// A write for the writer thread.
 pub(super) enum WriteCommand {
     /// Insert object and memory, or merge into the existing memory.
-    Put(Box<NewMemory>, Reply<PutOutcome>),
+    Put(Box<NewMemory>, Reply<Written>),
     /// Delete one memory of a namespace.
     Delete {
         namespace: String,
@@ -48,7 +48,7 @@ pub(super) enum WriteCommand {
 
 /// What a command produced, before its transaction commits.
 enum Outcome {
-    Put(Box<PutOutcome>),
+    Put(Box<Written>),
     Delete(bool),
     Access,
 }
