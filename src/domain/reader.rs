@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use super::DomainError;
 use super::seekable;
 use crate::storage::StorageError;
-use crate::storage::blob::BlobStore;
+use crate::storage::blob::{BlobStore, RangeTransform};
 use crate::storage::meta::{FrameEntry, Layout, ObjectRecord, PAGE_BYTES};
 
 /// Reads one object, keeping the last decoded frames for the request's next look.
@@ -97,6 +97,7 @@ impl ObjectReader {
             .get(idx)
             .cloned()
             .ok_or_else(|| self.corrupt(format!("frame {idx} is not in the index")))?;
+        let entry_stored = (entry.stored_offset, u64::from(entry.stored_len));
         let data = match self.object.layout {
             Layout::Raw => self.raw_content()?,
             Layout::Inline => {
@@ -110,13 +111,18 @@ impl ObjectReader {
                     .await?
             }
             Layout::Blob => {
-                let frame = self
-                    .blobs
-                    .read_range(
-                        &self.object.hash,
-                        entry.stored_offset,
-                        u64::from(entry.stored_len),
+                let offset = entry.content_offset;
+                let decode: RangeTransform = Box::new(move |frame| {
+                    seekable::decompress_prefix(
+                        &frame,
+                        entry.content_len as usize,
+                        need,
+                        &entry.pages,
                     )
+                    .map(Bytes::from)
+                });
+                self.blobs
+                    .read_range_then(&self.object.hash, entry_stored.0, entry_stored.1, decode)
                     .await
                     .map_err(|e| match e {
                         StorageError::MissingObject(_) => {
@@ -124,8 +130,12 @@ impl ObjectReader {
                         }
                         StorageError::Truncated(_) => self.corrupt("its object file is truncated"),
                         other => DomainError::Storage(other),
-                    })?;
-                self.decode(frame, entry, need).await?
+                    })?
+                    .map_err(|detail| {
+                        self.corrupt(format!(
+                            "frame at content offset {offset} failed verification: {detail}"
+                        ))
+                    })?
             }
         };
         self.decoded.retain(|(i, _)| *i != idx);

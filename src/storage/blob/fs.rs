@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tempfile::NamedTempFile;
 
-use super::{BlobStore, BlobWriter};
+use super::{BlobStore, BlobWriter, RangeTransform};
 use crate::storage::StorageError;
 
 /// Objects as files under a root directory.
@@ -62,22 +62,22 @@ impl BlobStore for FsBlobStore {
     }
 
     async fn read_range(&self, hash: &str, offset: u64, len: u64) -> Result<Bytes, StorageError> {
-        let path = self.path_of(hash);
-        let hash = hash.to_owned();
-        let len = usize::try_from(len)
-            .map_err(|_| StorageError::Io(io::Error::other("range too large")))?;
+        let (path, hash) = (self.path_of(hash), hash.to_owned());
+        tokio::task::spawn_blocking(move || read_file_range(&path, &hash, offset, len))
+            .await
+            .map_err(|e| StorageError::Io(io::Error::other(e)))?
+    }
+
+    async fn read_range_then(
+        &self,
+        hash: &str,
+        offset: u64,
+        len: u64,
+        transform: RangeTransform,
+    ) -> Result<Result<Bytes, String>, StorageError> {
+        let (path, hash) = (self.path_of(hash), hash.to_owned());
         tokio::task::spawn_blocking(move || {
-            let file = File::open(&path).map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => StorageError::MissingObject(hash.clone()),
-                _ => StorageError::from(e),
-            })?;
-            let mut buf = vec![0; len];
-            file.read_exact_at(&mut buf, offset)
-                .map_err(|e| match e.kind() {
-                    io::ErrorKind::UnexpectedEof => StorageError::Truncated(hash.clone()),
-                    _ => StorageError::from(e),
-                })?;
-            Ok(Bytes::from(buf))
+            read_file_range(&path, &hash, offset, len).map(transform)
         })
         .await
         .map_err(|e| StorageError::Io(io::Error::other(e)))?
@@ -107,6 +107,23 @@ impl BlobStore for FsBlobStore {
         })
         .await
     }
+}
+
+/// Reads `len` bytes at `offset` of the object file at `path`.
+fn read_file_range(path: &Path, hash: &str, offset: u64, len: u64) -> Result<Bytes, StorageError> {
+    let len =
+        usize::try_from(len).map_err(|_| StorageError::Io(io::Error::other("range too large")))?;
+    let file = File::open(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => StorageError::MissingObject(hash.to_owned()),
+        _ => StorageError::from(e),
+    })?;
+    let mut buf = vec![0; len];
+    file.read_exact_at(&mut buf, offset)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => StorageError::Truncated(hash.to_owned()),
+            _ => StorageError::from(e),
+        })?;
+    Ok(Bytes::from(buf))
 }
 
 /// A temp file that becomes an object at commit (or disappears when dropped).

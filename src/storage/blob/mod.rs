@@ -7,6 +7,9 @@ use super::StorageError;
 
 pub mod fs;
 
+/// Work on a range just read, run off the async executor (e.g. decoding a frame).
+pub type RangeTransform = Box<dyn FnOnce(Bytes) -> Result<Bytes, String> + Send>;
+
 /// Object storage. Implementations: local file system (default); S3 later.
 #[async_trait]
 pub trait BlobStore: Send + Sync {
@@ -14,6 +17,21 @@ pub trait BlobStore: Send + Sync {
     async fn create(&self) -> Result<Box<dyn BlobWriter>, StorageError>;
     /// Reads exactly `len` bytes at `offset` of object `hash`.
     async fn read_range(&self, hash: &str, offset: u64, len: u64) -> Result<Bytes, StorageError>;
+    /// Reads a range and applies `transform` to it off the executor. The outer
+    /// error is the store's, the inner one the transform's. Stores that read
+    /// with blocking calls override it to do both in one hand-off.
+    async fn read_range_then(
+        &self,
+        hash: &str,
+        offset: u64,
+        len: u64,
+        transform: RangeTransform,
+    ) -> Result<Result<Bytes, String>, StorageError> {
+        let data = self.read_range(hash, offset, len).await?;
+        tokio::task::spawn_blocking(move || transform(data))
+            .await
+            .map_err(|e| StorageError::Io(std::io::Error::other(e)))
+    }
     /// Removes an object (no error when it is already gone).
     async fn delete(&self, hash: &str) -> Result<(), StorageError>;
     /// Checks that the store is usable.
