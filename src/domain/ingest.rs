@@ -79,8 +79,8 @@ struct Assembly<'a> {
 ///
 /// Two halves run concurrently: the reader cuts the body into frames and
 /// starts each one's compression at once; the assembler takes the results in
-/// order and hashes, indexes and writes them. A bounded channel between them
-/// keeps at most `parallelism` frames in flight.
+/// order and hashes, indexes and writes them. A bounded channel of
+/// `parallelism` frames between them bounds the memory held.
 pub async fn ingest<S, E>(
     body: S,
     blobs: &dyn BlobStore,
@@ -97,9 +97,8 @@ where
     // dropped with it and the reader's next send fails instead of waiting.
     let assembly_ref = &mut assembly;
     let assemble = async move {
-        let assembly = assembly_ref;
         while let Some(job) = ready.recv().await {
-            assembly.add(finish(job).await?).await?;
+            assembly_ref.add(finish(job).await?).await?;
         }
         Ok::<_, DomainError>(())
     };
