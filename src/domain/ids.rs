@@ -26,16 +26,6 @@ impl MemoryId {
         Self::from_digest(&Sha256::digest(content))
     }
 
-    /// Parses a full id (any case); anything else is `invalid_id`.
-    pub fn parse(text: &str) -> Result<Self, DomainError> {
-        match IdRef::parse(text)? {
-            IdRef::Full(id) => Ok(id),
-            IdRef::Prefix(_) => Err(DomainError::InvalidId(format!(
-                "`{text}` is not a full id: expected {ID_LEN} hex characters"
-            ))),
-        }
-    }
-
     /// Trusted constructor for ids read back from our own stores.
     pub fn from_stored(text: String) -> Self {
         Self(text)

@@ -97,47 +97,45 @@ impl ObjectReader {
             .get(idx)
             .cloned()
             .ok_or_else(|| self.corrupt(format!("frame {idx} is not in the index")))?;
-        let entry_stored = (entry.stored_offset, u64::from(entry.stored_len));
-        let data = match self.object.layout {
-            Layout::Raw => self.raw_content()?,
-            Layout::Inline => {
-                let stored = self.object.data.as_deref().unwrap_or_default();
-                let start = usize::try_from(entry.stored_offset).unwrap_or(usize::MAX);
-                let end = start.saturating_add(entry.stored_len as usize);
-                let frame = stored
-                    .get(start..end)
-                    .ok_or_else(|| self.corrupt("inline object is shorter than its frame index"))?;
-                self.decode(Bytes::copy_from_slice(frame), entry, need)
-                    .await?
-            }
-            Layout::Blob => {
-                let offset = entry.content_offset;
-                let decode: RangeTransform = Box::new(move |frame| {
-                    seekable::decompress_prefix(
-                        &frame,
-                        entry.content_len as usize,
-                        need,
-                        &entry.pages,
-                    )
-                    .map(Bytes::from)
-                });
-                self.blobs
-                    .read_range_then(&self.object.hash, entry_stored.0, entry_stored.1, decode)
-                    .await
-                    .map_err(|e| match e {
-                        StorageError::MissingObject(_) => {
-                            self.corrupt("its object file is missing")
-                        }
-                        StorageError::Truncated(_) => self.corrupt("its object file is truncated"),
-                        other => DomainError::Storage(other),
-                    })?
-                    .map_err(|detail| {
-                        self.corrupt(format!(
-                            "frame at content offset {offset} failed verification: {detail}"
-                        ))
-                    })?
-            }
+        if self.object.layout == Layout::Raw {
+            return self.raw_content();
+        }
+        let (offset, stored_offset, stored_len) =
+            (entry.content_offset, entry.stored_offset, entry.stored_len);
+        let decode: RangeTransform = Box::new(move |frame| {
+            seekable::decompress_prefix(&frame, entry.content_len as usize, need, &entry.pages)
+                .map(Bytes::from)
+        });
+        let decoded = if self.object.layout == Layout::Inline {
+            let stored = self.object.data.as_deref().unwrap_or_default();
+            let start = usize::try_from(stored_offset).unwrap_or(usize::MAX);
+            let frame = stored
+                .get(start..start.saturating_add(stored_len as usize))
+                .ok_or_else(|| self.corrupt("inline object is shorter than its frame index"))?;
+            let frame = Bytes::copy_from_slice(frame);
+            tokio::task::spawn_blocking(move || decode(frame))
+                .await
+                .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
+        } else {
+            self.blobs
+                .read_range_then(
+                    &self.object.hash,
+                    stored_offset,
+                    u64::from(stored_len),
+                    decode,
+                )
+                .await
+                .map_err(|e| match e {
+                    StorageError::MissingObject(_) => self.corrupt("its object file is missing"),
+                    StorageError::Truncated(_) => self.corrupt("its object file is truncated"),
+                    other => DomainError::Storage(other),
+                })?
         };
+        let data = decoded.map_err(|detail| {
+            self.corrupt(format!(
+                "frame at content offset {offset} failed verification: {detail}"
+            ))
+        })?;
         self.decoded.retain(|(i, _)| *i != idx);
         if self.decoded.len() == 2 {
             self.decoded.remove(0);
@@ -152,25 +150,6 @@ impl ObjectReader {
             return Err(self.corrupt("inline content does not match its SHA-256"));
         }
         Ok(Bytes::copy_from_slice(data))
-    }
-
-    async fn decode(
-        &self,
-        frame: Bytes,
-        entry: FrameEntry,
-        need: usize,
-    ) -> Result<Bytes, DomainError> {
-        let offset = entry.content_offset;
-        let decoded = tokio::task::spawn_blocking(move || {
-            seekable::decompress_prefix(&frame, entry.content_len as usize, need, &entry.pages)
-        })
-        .await
-        .map_err(|e| StorageError::Io(std::io::Error::other(e)))?;
-        decoded.map(Bytes::from).map_err(|detail| {
-            self.corrupt(format!(
-                "frame at content offset {offset} failed verification: {detail}"
-            ))
-        })
     }
 
     /// Content bytes `[offset, offset + len)`, clipped to the content.
@@ -245,11 +224,6 @@ impl ObjectReader {
         let data = self.frame(idx, within + 1).await?;
         let within = within.min(data.len());
         Ok(first_line + memchr::memchr_iter(b'\n', &data[..within]).count() as u64)
-    }
-
-    /// Number of frames.
-    pub fn frame_count(&self) -> usize {
-        self.frames().len()
     }
 
     /// The content offset and length of frame `idx`.

@@ -58,11 +58,6 @@ impl AppError {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
     }
 
-    /// The status this error answers with.
-    pub fn status(&self) -> StatusCode {
-        self.status
-    }
-
     /// A 500 whose cause is logged, not sent.
     fn internal(cause: &dyn std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
