@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use crate::config::Config;
 use crate::domain::access::AccessRecorder;
 use crate::domain::ingest::IngestConfig;
+use crate::domain::ledger::Ledger;
 use crate::domain::memories::Memories;
 use crate::domain::slicing::SliceLimits;
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
@@ -62,6 +63,7 @@ impl App {
         );
         let state = AppState {
             memories: Arc::new(memories),
+            ledger: Arc::new(Ledger::new(meta.clone())),
             meta,
             blobs,
             auth: Arc::new(auth),

@@ -6,6 +6,7 @@ mod error;
 pub mod fields;
 pub mod ids;
 pub mod ingest;
+pub mod ledger;
 pub mod memories;
 pub mod reader;
 pub mod seekable;

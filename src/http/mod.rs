@@ -14,6 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
+use crate::domain::ledger::Ledger;
 use crate::domain::memories::Memories;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::MetaStore;
@@ -41,6 +42,8 @@ pub struct HttpConfig {
 pub struct AppState {
     /// The memory service.
     pub memories: Arc<Memories>,
+    /// Per-namespace accounting (savings, usage, budgets).
+    pub ledger: Arc<Ledger>,
     /// The metadata store (for readiness).
     pub meta: Arc<dyn MetaStore>,
     /// The blob store (for readiness).
