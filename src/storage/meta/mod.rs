@@ -4,9 +4,15 @@ use async_trait::async_trait;
 
 use super::StorageError;
 
+mod ledger_rows;
 pub mod sqlite;
+mod sqlite_ledger;
 mod sqlite_puts;
 mod sqlite_writer;
+
+pub use ledger_rows::{
+    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
+};
 
 /// Where an object's bytes live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,6 +270,19 @@ pub trait MetaStore: Send + Sync {
     async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError>;
     /// Adds batched read statistics.
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError>;
+    /// Adds the ledger's batched counters and usage, and sets its calibrations, in one transaction.
+    async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError>;
+    /// The named counters of a namespace.
+    async fn ledger_counters(&self, namespace: &str) -> Result<Vec<LedgerCounter>, StorageError>;
+    /// Usage summed per namespace and model over the days the query selects.
+    async fn usage_totals(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, StorageError>;
+    /// Calibration factors of one namespace, or of all.
+    async fn calibrations(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<Vec<CalibrationRow>, StorageError>;
+    /// Memory count, bytes, stored bytes and tokens of a namespace.
+    async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError>;
     /// Checks that the store answers.
     async fn ping(&self) -> Result<(), StorageError>;
     /// Flushes and closes.

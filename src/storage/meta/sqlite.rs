@@ -19,6 +19,10 @@ use super::{
     AccessUpdate, FrameEntry, Layout, ListQuery, MemoryFields, MemoryRecord, MetaStore, NewMemory,
     ObjectRecord, PageEntry, PutOutcome,
 };
+use super::{
+    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
+    sqlite_ledger,
+};
 use crate::storage::StorageError;
 
 /// Columns of a memory joined with its object, in the order [`memory_from_row`] reads.
@@ -220,6 +224,30 @@ impl MetaStore for SqliteMetaStore {
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {
         self.send(|reply| WriteCommand::Access(updates, reply))
             .await
+    }
+
+    async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError> {
+        self.send(|reply| WriteCommand::Ledger(Box::new(batch), reply))
+            .await
+    }
+
+    async fn ledger_counters(&self, namespace: &str) -> Result<Vec<LedgerCounter>, StorageError> {
+        sqlite_ledger::counters(&self.read, namespace).await
+    }
+
+    async fn usage_totals(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, StorageError> {
+        sqlite_ledger::usage_totals(&self.read, query).await
+    }
+
+    async fn calibrations(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<Vec<CalibrationRow>, StorageError> {
+        sqlite_ledger::calibrations(&self.read, namespace).await
+    }
+
+    async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError> {
+        sqlite_ledger::namespace_totals(&self.read, namespace).await
     }
 
     async fn ping(&self) -> Result<(), StorageError> {

@@ -16,7 +16,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::sqlite_puts::{Written, put};
-use super::{AccessUpdate, NewMemory};
+use super::{AccessUpdate, LedgerBatch, NewMemory};
 use crate::storage::StorageError;
 
 /// Most commands committed in one transaction.
@@ -42,6 +42,8 @@ pub(super) enum WriteCommand {
     },
     /// Add read statistics.
     Access(Vec<AccessUpdate>, Reply<()>),
+    /// Add the ledger's batched counters and usage.
+    Ledger(Box<LedgerBatch>, Reply<()>),
     /// Commit what is queued, then stop.
     Shutdown(oneshot::Sender<()>),
 }
@@ -51,6 +53,7 @@ enum Outcome {
     Put(Box<Written>),
     Delete(bool),
     Access,
+    Ledger,
 }
 
 impl WriteCommand {
@@ -60,9 +63,11 @@ impl WriteCommand {
             (Self::Put(_, reply), Ok(Outcome::Put(out))) => drop(reply.send(Ok(*out))),
             (Self::Delete { reply, .. }, Ok(Outcome::Delete(found))) => drop(reply.send(Ok(found))),
             (Self::Access(_, reply), Ok(Outcome::Access)) => drop(reply.send(Ok(()))),
+            (Self::Ledger(_, reply), Ok(Outcome::Ledger)) => drop(reply.send(Ok(()))),
             (Self::Put(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Delete { reply, .. }, Err(e)) => drop(reply.send(Err(e))),
             (Self::Access(_, reply), Err(e)) => drop(reply.send(Err(e))),
+            (Self::Ledger(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Shutdown(_), _) | (_, Ok(_)) => {}
         }
     }
@@ -167,6 +172,10 @@ fn transaction(
             WriteCommand::Access(updates, _) => {
                 access(&tx, updates)?;
                 Outcome::Access
+            }
+            WriteCommand::Ledger(batch, _) => {
+                super::sqlite_ledger::write(&tx, batch)?;
+                Outcome::Ledger
             }
             WriteCommand::Shutdown(_) => continue,
         });
