@@ -57,6 +57,22 @@ pub enum DomainError {
         /// Which check failed.
         detail: String,
     },
+    /// The namespace's daily token or cost budget is spent.
+    #[error("{message}")]
+    BudgetExceeded {
+        /// Which budget: `tokens` or `cost_usd`.
+        budget: &'static str,
+        /// The daily limit.
+        limit: f64,
+        /// What was spent today.
+        spent: f64,
+        /// When the budget resets (the next UTC midnight).
+        resets_at: chrono::DateTime<chrono::Utc>,
+        /// Seconds until then.
+        retry_after_secs: u64,
+        /// A sentence for the client.
+        message: String,
+    },
     /// A storage backend failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

@@ -1,14 +1,36 @@
 //! Per-namespace accounting: tokens and cost saved, governor decisions,
 //! provider-reported usage, calibration of estimates and daily budgets.
 //!
-//! INTERFACE STUB: the signatures are the contract other modules call; the
-//! ledger issue work replaces the bodies with persistent accounting.
+//! Everything is counted in memory and written in batches (about once a
+//! second, and at shutdown), so accounting costs a request no database write.
+//! Today's spend per namespace is kept in memory (loaded at start), so budgets
+//! are enforced at once, not at the next flush.
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDate, Utc};
 
 use super::DomainError;
+use super::pricing::{Price, Pricing, normalize};
 use super::tokens::Counter;
-use crate::storage::meta::MetaStore;
+use crate::storage::meta::{CalibrationRow, MetaStore, NamespaceTotals, UsageQuery, UsageRow};
+
+pub mod budget;
+pub mod calibration;
+mod pending;
+
+pub use budget::{Budgets, Limits, Spend};
+pub use calibration::Calibration;
+use pending::Pending;
+
+/// Governor tiers, as counted.
+pub const TIERS: [&str; 3] = ["normal", "warn", "pointer_only"];
+/// Most tokens one usage report may state (larger is a client bug, refused).
+pub const MAX_REPORT_TOKENS: i64 = 100_000_000;
+/// Longest model name accepted in a usage report.
+const MAX_MODEL_CHARS: usize = 128;
 
 /// Where a saving came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +39,15 @@ pub enum SavingSource {
     Put,
     /// `POST /v1/compress` (or the governor applying it) offloaded or folded messages.
     Compress,
+}
+
+impl SavingSource {
+    fn counter(self) -> &'static str {
+        match self {
+            Self::Put => "tokens_saved.put",
+            Self::Compress => "tokens_saved.compress",
+        }
+    }
 }
 
 /// A token count and how it was made, after calibration.
@@ -29,51 +60,517 @@ pub struct Calibrated {
     pub method: String,
 }
 
+/// The time, injectable so that tests can cross midnight.
+pub trait Clock: Send + Sync {
+    /// Now, in UTC.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The system's clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// Prices and budgets.
+#[derive(Clone, Debug, Default)]
+pub struct LedgerConfig {
+    /// Model prices.
+    pub pricing: Pricing,
+    /// Daily budgets.
+    pub budgets: Budgets,
+}
+
+/// A provider's usage report, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsageReport {
+    /// Normalized model name.
+    pub model: String,
+    /// Input (prompt) tokens.
+    pub input_tokens: u64,
+    /// Output (completion) tokens.
+    pub output_tokens: u64,
+    /// What Cairn estimated for the same input, if the client knows it.
+    pub estimated_input_tokens: Option<u64>,
+}
+
+impl UsageReport {
+    /// Checks a report as a client sent it.
+    pub fn parse(
+        model: &str,
+        input_tokens: i64,
+        output_tokens: i64,
+        estimated_input_tokens: Option<i64>,
+    ) -> Result<Self, DomainError> {
+        let name = normalize(model);
+        if name.is_empty() || name.chars().count() > MAX_MODEL_CHARS {
+            return Err(DomainError::field(
+                "model",
+                format!("must name a model in 1-{MAX_MODEL_CHARS} characters"),
+            ));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(DomainError::field(
+                "model",
+                "must not contain control characters",
+            ));
+        }
+        let count = |field: &'static str, value: i64, min: i64| {
+            if (min..=MAX_REPORT_TOKENS).contains(&value) {
+                Ok(value.unsigned_abs())
+            } else {
+                Err(DomainError::field(
+                    field,
+                    format!("must be between {min} and {MAX_REPORT_TOKENS}, got {value}"),
+                ))
+            }
+        };
+        Ok(Self {
+            model: name,
+            input_tokens: count("input_tokens", input_tokens, 0)?,
+            output_tokens: count("output_tokens", output_tokens, 0)?,
+            estimated_input_tokens: estimated_input_tokens
+                .map(|e| count("estimated_input_tokens", e, 1))
+                .transpose()?,
+        })
+    }
+}
+
+/// What recording a usage report did.
+#[derive(Clone, Debug)]
+pub struct UsageRecorded {
+    /// Normalized model name.
+    pub model: String,
+    /// The price applied.
+    pub price: Price,
+    /// Cost of this report in USD.
+    pub cost_usd: f64,
+    /// The namespace's spend today, this report included.
+    pub today: Spend,
+    /// The namespace's daily limits.
+    pub limits: Limits,
+    /// When today's spend resets.
+    pub resets_at: DateTime<Utc>,
+    /// The model's calibration after this report, if it has one.
+    pub calibration: Option<Calibration>,
+}
+
+/// Provider-reported usage summed over some days.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UsageTotals {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in USD.
+    pub cost_usd: f64,
+    /// Reports.
+    pub reports: u64,
+}
+
+impl UsageTotals {
+    fn add(&mut self, row: &UsageRow) {
+        self.input_tokens += u64::try_from(row.input_tokens).unwrap_or(0);
+        self.output_tokens += u64::try_from(row.output_tokens).unwrap_or(0);
+        self.cost_usd += row.cost_usd;
+        self.reports += u64::try_from(row.reports).unwrap_or(0);
+    }
+}
+
+/// A namespace's accounting, for `GET /v1/stats`.
+#[derive(Clone, Debug, Default)]
+pub struct NamespaceStats {
+    /// Its memories as they are now.
+    pub totals: NamespaceTotals,
+    /// Puts through the API, new or not; and the new ones.
+    pub puts: u64,
+    /// Puts that created a memory.
+    pub puts_new: u64,
+    /// Bytes of all puts.
+    pub bytes_put: u64,
+    /// Bytes of the puts that created a memory.
+    pub bytes_put_new: u64,
+    /// Tokens saved by source (`put`, `compress`).
+    pub tokens_saved: BTreeMap<&'static str, u64>,
+    /// Cost those tokens would have cost as input, USD.
+    pub cost_saved_usd: f64,
+    /// Governor decisions by tier.
+    pub governor: BTreeMap<&'static str, u64>,
+    /// The current UTC day.
+    pub day: NaiveDate,
+    /// Usage reported today.
+    pub usage_today: UsageTotals,
+    /// Usage reported ever.
+    pub usage_all_time: UsageTotals,
+    /// Calibration factors by model.
+    pub calibrations: Vec<(String, Calibration)>,
+    /// Daily limits.
+    pub limits: Limits,
+    /// Today's spend as budgets count it.
+    pub spend: Spend,
+    /// When today's spend resets.
+    pub resets_at: DateTime<Utc>,
+}
+
+struct State {
+    pending: Pending,
+    day: NaiveDate,
+    spend: HashMap<String, Spend>,
+    calibrations: HashMap<(String, String), Calibration>,
+}
+
+impl State {
+    /// Today's spend of every namespace, emptied when the UTC day has changed.
+    fn spend_on(&mut self, day: NaiveDate) -> &mut HashMap<String, Spend> {
+        if day != self.day {
+            self.day = day;
+            self.spend.clear();
+        }
+        &mut self.spend
+    }
+}
+
 /// The accounting service.
 pub struct Ledger {
-    #[allow(dead_code)]
     meta: Arc<dyn MetaStore>,
+    config: LedgerConfig,
+    clock: Arc<dyn Clock>,
+    state: Mutex<State>,
+    /// Serializes flushes, so that a read after `flush` sees every earlier record.
+    flushing: tokio::sync::Mutex<()>,
 }
 
 impl Ledger {
-    /// A ledger over the metadata store.
+    /// A ledger with built-in prices and no budgets that starts empty (see [`Ledger::open`]).
     pub fn new(meta: Arc<dyn MetaStore>) -> Self {
-        Self { meta }
+        Self::empty(meta, LedgerConfig::default(), Arc::new(SystemClock))
+    }
+
+    fn empty(meta: Arc<dyn MetaStore>, config: LedgerConfig, clock: Arc<dyn Clock>) -> Self {
+        let day = clock.now().date_naive();
+        Self {
+            meta,
+            config,
+            clock,
+            state: Mutex::new(State {
+                pending: Pending::default(),
+                day,
+                spend: HashMap::new(),
+                calibrations: HashMap::new(),
+            }),
+            flushing: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// A ledger that resumes from the store: today's spend and the calibrations.
+    pub async fn open(
+        meta: Arc<dyn MetaStore>,
+        config: LedgerConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, DomainError> {
+        let ledger = Self::empty(meta, config, clock);
+        let day = ledger.clock.now().date_naive();
+        let today = ledger
+            .meta
+            .usage_totals(&UsageQuery {
+                namespace: None,
+                day: Some(day.to_string()),
+            })
+            .await?;
+        let calibrations = ledger.meta.calibrations(None).await?;
+        {
+            let mut state = ledger.lock();
+            state.day = day;
+            for row in today {
+                let spend = state.spend.entry(row.namespace).or_default();
+                spend.tokens += u64::try_from(row.input_tokens + row.output_tokens).unwrap_or(0);
+                spend.cost_usd += row.cost_usd;
+            }
+            for row in calibrations {
+                state.calibrations.insert(
+                    (row.namespace, row.model),
+                    Calibration {
+                        factor: row.factor,
+                        samples: row.samples,
+                    },
+                );
+            }
+        }
+        Ok(ledger)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The price table in force.
+    pub fn pricing(&self) -> &Pricing {
+        &self.config.pricing
     }
 
     /// Records tokens saved in `namespace` (and their cost, priced for `model`).
     pub async fn record_saving(
         &self,
-        _namespace: &str,
-        _source: SavingSource,
-        _model: Option<&str>,
-        _tokens_saved: u64,
+        namespace: &str,
+        source: SavingSource,
+        model: Option<&str>,
+        tokens_saved: u64,
     ) -> Result<(), DomainError> {
+        if tokens_saved == 0 {
+            return Ok(());
+        }
+        let cost = self.config.pricing.price(model).cost(tokens_saved, 0);
+        let tokens = i64::try_from(tokens_saved).unwrap_or(i64::MAX);
+        self.lock()
+            .pending
+            .add_counter(namespace, source.counter(), tokens, cost);
+        Ok(())
+    }
+
+    /// Records one put through the API: its content length and whether it was new
+    /// (the figures of the dedup ratio).
+    pub async fn record_put(
+        &self,
+        namespace: &str,
+        bytes: u64,
+        deduplicated: bool,
+    ) -> Result<(), DomainError> {
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        let mut state = self.lock();
+        state.pending.add_counter(namespace, "puts", 1, 0.0);
+        state
+            .pending
+            .add_counter(namespace, "bytes_put", bytes, 0.0);
+        if !deduplicated {
+            state.pending.add_counter(namespace, "puts.new", 1, 0.0);
+            state
+                .pending
+                .add_counter(namespace, "bytes_put.new", bytes, 0.0);
+        }
         Ok(())
     }
 
     /// Records one governor decision (`normal`, `warn` or `pointer_only`).
-    pub async fn record_governor(&self, _namespace: &str, _tier: &str) -> Result<(), DomainError> {
+    pub async fn record_governor(&self, namespace: &str, tier: &str) -> Result<(), DomainError> {
+        let Some(tier) = TIERS.iter().find(|t| **t == tier) else {
+            return Err(DomainError::field(
+                "tier",
+                format!("`{tier}` is not a tier (normal, warn, pointer_only)"),
+            ));
+        };
+        self.lock()
+            .pending
+            .add_counter(namespace, &format!("governor.{tier}"), 1, 0.0);
         Ok(())
     }
 
     /// Fails with a budget error once the namespace's daily token or cost budget is spent.
-    pub async fn check_budget(&self, _namespace: &str) -> Result<(), DomainError> {
-        Ok(())
+    pub async fn check_budget(&self, namespace: &str) -> Result<(), DomainError> {
+        let now = self.clock.now();
+        let spent = self.spend_today(namespace, now);
+        budget::check(self.config.budgets.limits(namespace), spent, now)
+    }
+
+    fn spend_today(&self, namespace: &str, now: DateTime<Utc>) -> Spend {
+        self.lock()
+            .spend_on(now.date_naive())
+            .get(namespace)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Records a provider's usage report: its cost, today's spend, and (when the
+    /// report carries Cairn's estimate) the model's calibration. Fails with a budget
+    /// error, after recording, once the namespace's daily budget is spent.
+    pub async fn record_usage(
+        &self,
+        namespace: &str,
+        report: &UsageReport,
+    ) -> Result<UsageRecorded, DomainError> {
+        let now = self.clock.now();
+        let price = self.config.pricing.price(Some(&report.model));
+        let cost = price.cost(report.input_tokens, report.output_tokens);
+        let (today, calibration) = {
+            let mut state = self.lock();
+            let spend = state
+                .spend_on(now.date_naive())
+                .entry(namespace.to_owned())
+                .or_default();
+            spend.tokens = spend
+                .tokens
+                .saturating_add(report.input_tokens + report.output_tokens);
+            spend.cost_usd += cost;
+            let today = *spend;
+            state.pending.add_usage(UsageRow {
+                namespace: namespace.to_owned(),
+                model: report.model.clone(),
+                day: now.date_naive().to_string(),
+                input_tokens: i64::try_from(report.input_tokens).unwrap_or(i64::MAX),
+                output_tokens: i64::try_from(report.output_tokens).unwrap_or(i64::MAX),
+                cost_usd: cost,
+                reports: 1,
+            });
+            let key = (namespace.to_owned(), report.model.clone());
+            if let Some(estimated) = report.estimated_input_tokens {
+                let learned = state.calibrations.entry(key.clone()).or_default();
+                learned.learn(report.input_tokens, estimated);
+                let learned = *learned;
+                state.pending.set_calibration(CalibrationRow {
+                    namespace: key.0.clone(),
+                    model: key.1.clone(),
+                    factor: learned.factor,
+                    samples: learned.samples,
+                    updated_at: now.timestamp_millis(),
+                });
+            }
+            (today, state.calibrations.get(&key).copied())
+        };
+        let limits = self.config.budgets.limits(namespace);
+        budget::check(limits, today, now)?;
+        Ok(UsageRecorded {
+            model: report.model.clone(),
+            price,
+            cost_usd: cost,
+            today,
+            limits,
+            resets_at: budget::resets_at(now),
+            calibration,
+        })
     }
 
     /// Applies the namespace's learned calibration factor for `model` to an estimate
     /// (exact counts pass through unchanged).
     pub async fn calibrate(
         &self,
-        _namespace: &str,
-        _model: Option<&str>,
+        namespace: &str,
+        model: Option<&str>,
         counter: Counter,
         tokens: u64,
     ) -> Calibrated {
-        Calibrated {
-            tokens,
-            method: counter.method(),
+        let method = counter.method();
+        if counter.is_exact() {
+            return Calibrated { tokens, method };
+        }
+        let model = model
+            .map(normalize)
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| self.config.pricing.default_model().to_owned());
+        let learned = self
+            .lock()
+            .calibrations
+            .get(&(namespace.to_owned(), model))
+            .copied()
+            .filter(|c| c.samples > 0);
+        match learned {
+            Some(c) => Calibrated {
+                tokens: c.apply(tokens),
+                method: method + &c.method_suffix(),
+            },
+            None => Calibrated { tokens, method },
         }
     }
+
+    /// Writes what is pending; on failure it stays pending for the next flush.
+    pub async fn flush(&self) -> Result<(), DomainError> {
+        let _one_at_a_time = self.flushing.lock().await;
+        let batch = self.lock().pending.take();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = self.meta.write_ledger(batch.clone()).await {
+            self.lock().pending.restore(batch);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Flushes every `period` until the ledger is dropped elsewhere.
+    pub fn spawn_flusher(self: &Arc<Self>, period: Duration) -> tokio::task::JoinHandle<()> {
+        let ledger = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(ledger) = ledger.upgrade() else {
+                    break;
+                };
+                if let Err(e) = ledger.flush().await {
+                    tracing::warn!(error = %e, "could not write accounting; retrying at the next flush");
+                }
+            }
+        })
+    }
+
+    /// The namespace's totals, savings, decisions, usage and calibrations.
+    pub async fn stats(&self, namespace: &str) -> Result<NamespaceStats, DomainError> {
+        self.flush().await?;
+        let now = self.clock.now();
+        let day = now.date_naive();
+        let mut stats = NamespaceStats {
+            totals: self.meta.namespace_totals(namespace).await?,
+            day,
+            limits: self.config.budgets.limits(namespace),
+            spend: self.spend_today(namespace, now),
+            resets_at: budget::resets_at(now),
+            tokens_saved: [("put", 0), ("compress", 0)].into(),
+            governor: TIERS.iter().map(|t| (*t, 0)).collect(),
+            ..NamespaceStats::default()
+        };
+        for c in self.meta.ledger_counters(namespace).await? {
+            let value = u64::try_from(c.value).unwrap_or(0);
+            match c.name.as_str() {
+                "puts" => stats.puts = value,
+                "puts.new" => stats.puts_new = value,
+                "bytes_put" => stats.bytes_put = value,
+                "bytes_put.new" => stats.bytes_put_new = value,
+                name => {
+                    if let Some(source) = name.strip_prefix("tokens_saved.")
+                        && let Some(slot) = stats.tokens_saved.get_mut(source)
+                    {
+                        *slot += value;
+                        stats.cost_saved_usd += c.cost_usd;
+                    } else if let Some(tier) = name.strip_prefix("governor.")
+                        && let Some(slot) = stats.governor.get_mut(tier)
+                    {
+                        *slot += value;
+                    }
+                }
+            }
+        }
+        let usage = |day: Option<String>| UsageQuery {
+            namespace: Some(namespace.to_owned()),
+            day,
+        };
+        for row in self
+            .meta
+            .usage_totals(&usage(Some(day.to_string())))
+            .await?
+        {
+            stats.usage_today.add(&row);
+        }
+        for row in self.meta.usage_totals(&usage(None)).await? {
+            stats.usage_all_time.add(&row);
+        }
+        stats.calibrations = self
+            .meta
+            .calibrations(Some(namespace))
+            .await?
+            .into_iter()
+            .map(|row| {
+                let c = Calibration {
+                    factor: row.factor,
+                    samples: row.samples,
+                };
+                (row.model, c)
+            })
+            .collect();
+        Ok(stats)
+    }
 }
+
+#[cfg(test)]
+mod tests;

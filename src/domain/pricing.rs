@@ -275,11 +275,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("prices.json");
         let cases = [
-            (r#"{"x": {"input_per_mtok": -1, "output_per_mtok": 1}}"#, "between 0"),
+            (
+                r#"{"x": {"input_per_mtok": -1, "output_per_mtok": 1}}"#,
+                "between 0",
+            ),
             (r#"{"x": {"input_per_mtok": 1}}"#, "output_per_mtok"),
-            (r#"{"x": {"input_per_mtok": 1, "output_per_mtok": 1, "typo": 2}}"#, "typo"),
+            (
+                r#"{"x": {"input_per_mtok": 1, "output_per_mtok": 1, "typo": 2}}"#,
+                "typo",
+            ),
             (r#"["gpt-4o"]"#, "expected"),
-            (r#"{" ": {"input_per_mtok": 1, "output_per_mtok": 1}}"#, "empty"),
+            (
+                r#"{" ": {"input_per_mtok": 1, "output_per_mtok": 1}}"#,
+                "empty",
+            ),
         ];
         for (text, needle) in cases {
             std::fs::write(&path, text).unwrap();

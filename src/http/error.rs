@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -18,6 +18,7 @@ pub struct AppError {
     code: &'static str,
     message: String,
     details: Map<String, Value>,
+    headers: HeaderMap,
 }
 
 /// The JSON body of every error answer.
@@ -44,12 +45,19 @@ impl AppError {
             code,
             message: message.into(),
             details: Map::new(),
+            headers: HeaderMap::new(),
         }
     }
 
     /// Adds a detail field beside code and message.
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Adds a response header (e.g. `Retry-After`).
+    pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
+        self.headers.insert(name, value);
         self
     }
 
@@ -77,7 +85,7 @@ impl IntoResponse for AppError {
         error.extend(self.details);
         let mut body = Map::new();
         body.insert("error".into(), Value::Object(error));
-        (self.status, Json(Value::Object(body))).into_response()
+        (self.status, self.headers, Json(Value::Object(body))).into_response()
     }
 }
 
@@ -124,6 +132,22 @@ impl From<DomainError> for AppError {
                 )
                 .with("id", id)
             }
+            DomainError::BudgetExceeded {
+                budget,
+                limit,
+                spent,
+                resets_at,
+                retry_after_secs,
+                ..
+            } => Self::new(StatusCode::TOO_MANY_REQUESTS, "budget_exceeded", message)
+                .with("budget", budget)
+                .with("limit", limit)
+                .with("spent", spent)
+                .with(
+                    "resets_at",
+                    resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                )
+                .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs)),
             DomainError::Storage(e) => e.into(),
         }
     }
