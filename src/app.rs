@@ -9,8 +9,9 @@ use anyhow::{Context, bail};
 use crate::config::Config;
 use crate::domain::access::AccessRecorder;
 use crate::domain::ingest::IngestConfig;
-use crate::domain::ledger::Ledger;
+use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
+use crate::domain::pricing::Pricing;
 use crate::domain::slicing::SliceLimits;
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
 use crate::storage::blob::BlobStore;
@@ -24,6 +25,7 @@ pub struct App {
     pub state: AppState,
     access: Arc<AccessRecorder>,
     flusher: tokio::task::JoinHandle<()>,
+    ledger_flusher: tokio::task::JoinHandle<()>,
 }
 
 impl App {
@@ -36,7 +38,23 @@ impl App {
         std::fs::create_dir_all(&config.data_dir).with_context(|| {
             format!("cannot create data directory {}", config.data_dir.display())
         })?;
+        let ledger_config = LedgerConfig {
+            pricing: Pricing::load(config.pricing_file.as_deref(), &config.default_model)
+                .map_err(anyhow::Error::msg)?,
+            budgets: Budgets::parse(
+                config.daily_token_budget,
+                config.daily_cost_budget_usd,
+                config.budgets.as_deref(),
+            )
+            .map_err(|e| anyhow::anyhow!("budgets: {e}"))?,
+        };
         let meta: Arc<dyn MetaStore> = open_meta(&config.database_url()).await?;
+        let ledger = Arc::new(
+            Ledger::open(meta.clone(), ledger_config, Arc::new(SystemClock))
+                .await
+                .context("cannot load the accounting ledger")?,
+        );
+        let ledger_flusher = ledger.spawn_flusher(Duration::from_secs(1));
         let blobs: Arc<dyn BlobStore> = open_blobs(config)?;
         let access = Arc::new(AccessRecorder::default());
         let flusher = access.spawn_flusher(meta.clone(), Duration::from_secs(1));
@@ -63,7 +81,7 @@ impl App {
         );
         let state = AppState {
             memories: Arc::new(memories),
-            ledger: Arc::new(Ledger::new(meta.clone())),
+            ledger,
             meta,
             blobs,
             auth: Arc::new(auth),
@@ -75,6 +93,7 @@ impl App {
             state,
             access,
             flusher,
+            ledger_flusher,
         })
     }
 
@@ -87,6 +106,10 @@ impl App {
     pub async fn shutdown(self) {
         self.flusher.abort();
         self.access.flush(self.state.meta.as_ref()).await;
+        self.ledger_flusher.abort();
+        if let Err(e) = self.state.ledger.flush().await {
+            tracing::error!(error = %e, "could not write accounting at shutdown");
+        }
         self.state.meta.close().await;
     }
 }

@@ -83,6 +83,22 @@ pub struct Config {
     /// Largest JSON request body in bytes.
     #[arg(long, env = "CAIRN_MAX_JSON_BYTES", default_value_t = 64 << 20)]
     pub max_json_bytes: usize,
+    /// JSON file of model prices (USD per million tokens) that overrides and extends
+    /// the built-in table: `{"model-prefix": {"input_per_mtok": 2.5, "output_per_mtok": 10}}`.
+    #[arg(long, env = "CAIRN_PRICING_FILE")]
+    pub pricing_file: Option<PathBuf>,
+    /// Model whose price applies when none is named (or the named one is unknown).
+    #[arg(long, env = "CAIRN_DEFAULT_MODEL", default_value = "gpt-4o")]
+    pub default_model: String,
+    /// Daily token budget of every namespace (input + output tokens reported to /v1/usage).
+    #[arg(long, env = "CAIRN_DAILY_TOKEN_BUDGET")]
+    pub daily_token_budget: Option<u64>,
+    /// Daily cost budget of every namespace, USD.
+    #[arg(long, env = "CAIRN_DAILY_COST_BUDGET_USD")]
+    pub daily_cost_budget_usd: Option<f64>,
+    /// Per-namespace budgets: `ns1:tokens=5000000,ns2:cost=12.5,ns3:tokens=off:cost=2`.
+    #[arg(long, env = "CAIRN_BUDGETS")]
+    pub budgets: Option<String>,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,

@@ -18,7 +18,8 @@ pub struct AppError {
     code: &'static str,
     message: String,
     details: Map<String, Value>,
-    headers: HeaderMap,
+    /// Extra response headers (boxed: most errors have none, and errors travel in `Result`s).
+    headers: Option<Box<HeaderMap>>,
 }
 
 /// The JSON body of every error answer.
@@ -45,7 +46,7 @@ impl AppError {
             code,
             message: message.into(),
             details: Map::new(),
-            headers: HeaderMap::new(),
+            headers: None,
         }
     }
 
@@ -57,7 +58,9 @@ impl AppError {
 
     /// Adds a response header (e.g. `Retry-After`).
     pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
-        self.headers.insert(name, value);
+        self.headers
+            .get_or_insert_with(Default::default)
+            .insert(name, value);
         self
     }
 
@@ -85,7 +88,8 @@ impl IntoResponse for AppError {
         error.extend(self.details);
         let mut body = Map::new();
         body.insert("error".into(), Value::Object(error));
-        (self.status, self.headers, Json(Value::Object(body))).into_response()
+        let headers = self.headers.map(|h| *h).unwrap_or_default();
+        (self.status, headers, Json(Value::Object(body))).into_response()
     }
 }
 

@@ -20,6 +20,7 @@ use super::extract::{ApiPath, ApiQuery};
 use super::views::{ListView, MemoryView, PutView};
 use crate::domain::fields::FieldsInput;
 use crate::domain::ids::IdRef;
+use crate::domain::ledger::SavingSource;
 use crate::storage::meta::ListQuery;
 
 /// Descriptive fields as query parameters (raw uploads; JSON puts may use them too).
@@ -144,6 +145,7 @@ pub async fn put(
     } else {
         StatusCode::CREATED
     };
+    record_put(&state, &caller.namespace, &stored).await;
     let location = format!("/v1/memories/{}", stored.record.id);
     let view = PutView {
         memory: MemoryView::new(stored.record, state.memories.limits()),
@@ -151,6 +153,19 @@ pub async fn put(
         tokens_saved: stored.tokens_saved,
     };
     Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+}
+
+/// Accounts a put (its saving and its bytes for the dedup ratio); a failure is
+/// logged and never fails the put.
+async fn record_put(state: &AppState, namespace: &str, stored: &crate::domain::memories::Stored) {
+    let ledger = &state.ledger;
+    let saving = ledger.record_saving(namespace, SavingSource::Put, None, stored.tokens_saved);
+    let put = ledger.record_put(namespace, stored.record.bytes, stored.deduplicated);
+    for result in [saving.await, put.await] {
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "could not account a put");
+        }
+    }
 }
 
 /// Reads a JSON put body of at most `limit` bytes.

@@ -28,6 +28,8 @@ mod memories;
 pub mod openapi;
 mod panic;
 mod slices;
+mod stats;
+mod usage;
 pub mod views;
 
 /// Limits of the HTTP layer itself.
@@ -66,6 +68,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(slices::bytes))
         .routes(routes!(slices::chunk))
         .routes(routes!(slices::fetch))
+        .routes(routes!(usage::post))
+        .routes(routes!(stats::get))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

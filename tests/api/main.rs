@@ -18,3 +18,5 @@ mod listing;
 mod memories;
 mod openapi;
 mod safety;
+mod stats;
+mod usage;

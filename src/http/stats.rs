@@ -1,0 +1,205 @@
+//! `GET /v1/stats`: the caller's namespace totals, savings and usage.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::{AppError, ErrorBody};
+use super::usage::{BudgetView, CalibrationView};
+use crate::domain::ledger::budget::round_usd;
+use crate::domain::ledger::{NamespaceStats, UsageTotals};
+
+/// Tokens saved, in total and by where the saving came from.
+#[derive(Serialize, ToSchema)]
+pub struct SavedView {
+    /// All savings.
+    pub total: u64,
+    /// Puts answered with a summary and pointer instead of the content.
+    pub put: u64,
+    /// `POST /v1/compress` and the governor applying it.
+    pub compress: u64,
+}
+
+/// Governor decisions by tier.
+#[derive(Serialize, ToSchema)]
+pub struct GovernorView {
+    /// Below the warn limit.
+    pub normal: u64,
+    /// Between the warn and pointer-only limits.
+    pub warn: u64,
+    /// At or over the pointer-only limit.
+    pub pointer_only: u64,
+}
+
+/// Provider-reported usage over some days.
+#[derive(Serialize, ToSchema)]
+pub struct UsageTotalsView {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input plus output.
+    pub tokens: u64,
+    /// Cost, USD.
+    pub cost_usd: f64,
+    /// Reports received.
+    pub reports: u64,
+}
+
+impl From<&UsageTotals> for UsageTotalsView {
+    fn from(u: &UsageTotals) -> Self {
+        Self {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            tokens: u.input_tokens + u.output_tokens,
+            cost_usd: round_usd(u.cost_usd),
+            reports: u.reports,
+        }
+    }
+}
+
+/// Usage today and ever.
+#[derive(Serialize, ToSchema)]
+pub struct UsageStatsView {
+    /// The current UTC day, `YYYY-MM-DD`.
+    pub day: String,
+    /// Reported today.
+    pub today: UsageTotalsView,
+    /// Reported ever.
+    pub all_time: UsageTotalsView,
+}
+
+/// A model's calibration factor.
+#[derive(Serialize, ToSchema)]
+pub struct ModelCalibrationView {
+    /// Normalized model name.
+    pub model: String,
+    /// The factor and its samples.
+    #[serde(flatten)]
+    pub calibration: CalibrationView,
+}
+
+/// Puts through `POST /v1/memories`.
+#[derive(Serialize, ToSchema)]
+pub struct PutsView {
+    /// All puts, repeats included.
+    pub total: u64,
+    /// Puts that created a memory.
+    pub new: u64,
+    /// Puts of content the namespace already had.
+    pub deduplicated: u64,
+    /// Content bytes of all puts.
+    pub bytes: u64,
+    /// Content bytes of the puts that created a memory.
+    pub new_bytes: u64,
+}
+
+/// The caller's namespace in figures. Nothing here counts another namespace.
+#[derive(Serialize, ToSchema)]
+pub struct StatsView {
+    /// The namespace.
+    pub namespace: String,
+    /// Memories now.
+    pub memories: u64,
+    /// Sum of their content lengths.
+    pub bytes_in: u64,
+    /// Stored (compressed) bytes of the distinct objects they reference. An object
+    /// shared with another namespace counts in full in each.
+    pub bytes_stored: u64,
+    /// `bytes_in / bytes_stored` (1 when empty).
+    pub compression_ratio: f64,
+    /// Bytes sent by puts per byte that was new: `puts.bytes / puts.new_bytes`
+    /// (1 when nothing was sent twice or nothing was put; 2 when every content was sent twice).
+    pub dedup_ratio: f64,
+    /// Puts through the API.
+    pub puts: PutsView,
+    /// Sum of the memories' token counts.
+    pub tokens: u64,
+    /// Tokens saved.
+    pub tokens_saved: SavedView,
+    /// What the saved tokens would have cost as input, USD (each saving priced
+    /// for its model, or the default model, when it was recorded).
+    pub cost_saved_usd: f64,
+    /// Governor decisions by tier.
+    pub governor: GovernorView,
+    /// Provider-reported usage.
+    pub usage: UsageStatsView,
+    /// The daily budget and what is left of it.
+    pub budget: BudgetView,
+    /// Learned calibration factors by model.
+    pub calibration: Vec<ModelCalibrationView>,
+}
+
+impl StatsView {
+    fn new(namespace: String, s: NamespaceStats) -> Self {
+        let ratio = |num: u64, den: u64| {
+            if num == 0 || den == 0 {
+                1.0
+            } else {
+                (num as f64 / den as f64 * 1e4).round() / 1e4
+            }
+        };
+        let saved = |source: &str| s.tokens_saved.get(source).copied().unwrap_or(0);
+        let tier = |t: &str| s.governor.get(t).copied().unwrap_or(0);
+        Self {
+            namespace,
+            memories: s.totals.memories,
+            bytes_in: s.totals.bytes,
+            bytes_stored: s.totals.stored_bytes,
+            compression_ratio: ratio(s.totals.bytes, s.totals.stored_bytes),
+            dedup_ratio: ratio(s.bytes_put, s.bytes_put_new),
+            puts: PutsView {
+                total: s.puts,
+                new: s.puts_new,
+                deduplicated: s.puts.saturating_sub(s.puts_new),
+                bytes: s.bytes_put,
+                new_bytes: s.bytes_put_new,
+            },
+            tokens: s.totals.tokens,
+            tokens_saved: SavedView {
+                total: s.tokens_saved.values().sum(),
+                put: saved("put"),
+                compress: saved("compress"),
+            },
+            cost_saved_usd: round_usd(s.cost_saved_usd),
+            governor: GovernorView {
+                normal: tier("normal"),
+                warn: tier("warn"),
+                pointer_only: tier("pointer_only"),
+            },
+            usage: UsageStatsView {
+                day: s.day.to_string(),
+                today: (&s.usage_today).into(),
+                all_time: (&s.usage_all_time).into(),
+            },
+            budget: BudgetView::new(s.limits, s.spend, s.resets_at),
+            calibration: s
+                .calibrations
+                .into_iter()
+                .map(|(model, c)| ModelCalibrationView {
+                    model,
+                    calibration: c.into(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Totals of the caller's namespace: memories, bytes in and stored, compression
+/// and dedup ratios, tokens and cost saved, governor decisions, usage, budget,
+/// calibration.
+#[utoipa::path(
+    get, path = "/v1/stats", tag = "usage",
+    responses((status = 200, body = StatsView), (status = 503, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<StatsView>, AppError> {
+    let stats = state.ledger.stats(&caller.namespace).await?;
+    Ok(Json(StatsView::new(caller.namespace, stats)))
+}

@@ -1,0 +1,188 @@
+//! `POST /v1/usage`: provider-reported usage → cost, today's spend, budget, calibration.
+
+use axum::Json;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use serde::{Deserialize, Serialize};
+use serde_json::Number;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::{AppError, ErrorBody};
+use crate::domain::DomainError;
+use crate::domain::ledger::budget::round_usd;
+use crate::domain::ledger::{Calibration, Limits, MAX_REPORT_TOKENS, Spend, UsageReport};
+use crate::domain::pricing::Price;
+
+/// Usage as the provider reported it for one call.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsageBody {
+    /// The model that served the call (`gpt-4o-2024-08-06`, `claude-sonnet-4-5`, `openai/gpt-4.1`).
+    pub model: String,
+    /// Input (prompt) tokens the provider billed.
+    #[schema(value_type = u64, minimum = 0, maximum = 100_000_000)]
+    pub input_tokens: Number,
+    /// Output (completion) tokens the provider billed.
+    #[schema(value_type = u64, minimum = 0, maximum = 100_000_000)]
+    pub output_tokens: Number,
+    /// What Cairn (`/v1/tokens`, the governor) estimated for the same input; when
+    /// given, the namespace learns a calibration factor for the model.
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 100_000_000)]
+    pub estimated_input_tokens: Option<Number>,
+}
+
+/// A price per million tokens.
+#[derive(Serialize, ToSchema)]
+pub struct PriceView {
+    /// The price-table entry used (a model-name prefix; the longest match wins).
+    pub entry: String,
+    /// USD per million input tokens.
+    pub input_per_mtok: f64,
+    /// USD per million output tokens.
+    pub output_per_mtok: f64,
+    /// True when the model is not in the table and the default model's price was used.
+    pub fallback: bool,
+}
+
+impl From<Price> for PriceView {
+    fn from(price: Price) -> Self {
+        Self {
+            entry: price.entry,
+            input_per_mtok: price.input_per_mtok,
+            output_per_mtok: price.output_per_mtok,
+            fallback: price.fallback,
+        }
+    }
+}
+
+/// A namespace's spend today (UTC).
+#[derive(Serialize, ToSchema)]
+pub struct TodayView {
+    /// Input plus output tokens reported today.
+    pub tokens: u64,
+    /// Their cost, USD.
+    pub cost_usd: f64,
+}
+
+/// A namespace's daily budget and what is left of it (null: no such budget).
+#[derive(Serialize, ToSchema)]
+pub struct BudgetView {
+    /// Daily token limit.
+    pub tokens_limit: Option<u64>,
+    /// Tokens left today.
+    pub tokens_remaining: Option<u64>,
+    /// Daily cost limit, USD.
+    pub cost_limit_usd: Option<f64>,
+    /// USD left today.
+    pub cost_remaining_usd: Option<f64>,
+    /// When the budget resets: the next UTC midnight (RFC 3339).
+    pub resets_at: String,
+}
+
+impl BudgetView {
+    /// The budget view of `limits` after `spent`.
+    pub fn new(limits: Limits, spent: Spend, resets_at: chrono::DateTime<chrono::Utc>) -> Self {
+        Self {
+            tokens_limit: limits.tokens,
+            tokens_remaining: limits.tokens.map(|l| l.saturating_sub(spent.tokens)),
+            cost_limit_usd: limits.cost_usd,
+            cost_remaining_usd: limits
+                .cost_usd
+                .map(|l| round_usd((l - spent.cost_usd).max(0.0))),
+            resets_at: resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        }
+    }
+}
+
+/// A learned calibration factor (reported / estimated input tokens).
+#[derive(Serialize, ToSchema)]
+pub struct CalibrationView {
+    /// Multiplies Cairn's estimates for this model (1 until learned).
+    pub factor: f64,
+    /// Reports it was learned from.
+    pub samples: i64,
+}
+
+impl From<Calibration> for CalibrationView {
+    fn from(c: Calibration) -> Self {
+        Self {
+            factor: (c.factor * 1e4).round() / 1e4,
+            samples: c.samples,
+        }
+    }
+}
+
+/// What a usage report was recorded as.
+#[derive(Serialize, ToSchema)]
+pub struct UsageView {
+    /// The model, normalized (lowercase, provider path removed).
+    pub model: String,
+    /// Cost of this call, USD: input × input price + output × output price, per million.
+    pub cost_usd: f64,
+    /// The price used.
+    pub price: PriceView,
+    /// The namespace's spend today, this call included.
+    pub today: TodayView,
+    /// The namespace's daily budget.
+    pub budget: BudgetView,
+    /// The model's calibration in this namespace.
+    pub calibration: CalibrationView,
+}
+
+/// Records actual usage reported by a provider, for cost tracking, budgets and
+/// calibration of estimates. Once the namespace's daily budget is spent the
+/// report is still recorded, and answered 429 `budget_exceeded` with `Retry-After`.
+#[utoipa::path(
+    post, path = "/v1/usage", tag = "usage",
+    request_body = UsageBody,
+    responses(
+        (status = 200, description = "Recorded", body = UsageView),
+        (status = 400, description = "Negative, fractional or absurd counts; bad model name", body = ErrorBody),
+        (status = 422, description = "Missing field or wrong JSON type", body = ErrorBody),
+        (status = 429, description = "Recorded, and the daily budget is spent: `budget_exceeded` with `budget`, `limit`, `spent`, `resets_at`; `Retry-After` header", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Result<Json<UsageBody>, JsonRejection>,
+) -> Result<Json<UsageView>, AppError> {
+    let Json(body) = body?;
+    let report = UsageReport::parse(
+        &body.model,
+        whole("input_tokens", &body.input_tokens)?,
+        whole("output_tokens", &body.output_tokens)?,
+        body.estimated_input_tokens
+            .as_ref()
+            .map(|n| whole("estimated_input_tokens", n))
+            .transpose()?,
+    )?;
+    let recorded = state
+        .ledger
+        .record_usage(&caller.namespace, &report)
+        .await?;
+    Ok(Json(UsageView {
+        model: recorded.model,
+        cost_usd: round_usd(recorded.cost_usd),
+        price: recorded.price.into(),
+        today: TodayView {
+            tokens: recorded.today.tokens,
+            cost_usd: round_usd(recorded.today.cost_usd),
+        },
+        budget: BudgetView::new(recorded.limits, recorded.today, recorded.resets_at),
+        calibration: recorded.calibration.unwrap_or_default().into(),
+    }))
+}
+
+/// A JSON number that must be a whole number in i64 range (others are 400, not 422).
+fn whole(field: &'static str, number: &Number) -> Result<i64, DomainError> {
+    number.as_i64().ok_or_else(|| {
+        DomainError::field(
+            field,
+            format!("must be a whole number between 0 and {MAX_REPORT_TOKENS}, got {number}"),
+        )
+    })
+}
