@@ -12,6 +12,7 @@ use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::Ledger;
 use crate::domain::memories::Memories;
 use crate::domain::slicing::SliceLimits;
+use crate::domain::summarizer::{self, SummarizerConfig};
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
 use crate::storage::blob::BlobStore;
 use crate::storage::blob::fs::FsBlobStore;
@@ -24,6 +25,8 @@ pub struct App {
     pub state: AppState,
     access: Arc<AccessRecorder>,
     flusher: tokio::task::JoinHandle<()>,
+    /// The LLM summary task, when configured.
+    summarizer: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl App {
@@ -61,8 +64,24 @@ impl App {
             },
             access.clone(),
         );
+        let (queue, summarizer) = match &config.summarizer_url {
+            Some(url) => {
+                let (queue, summarizer) = summarizer::channel(SummarizerConfig {
+                    url: url.clone(),
+                    model: config.summarizer_model.clone(),
+                    api_key: config.summarizer_api_key.clone(),
+                    min_bytes: config.summarizer_min_bytes,
+                    timeout: Duration::from_secs(config.summarizer_timeout_secs),
+                    queue: config.summarizer_queue,
+                })?;
+                (Some(queue), Some(summarizer))
+            }
+            None => (None, None),
+        };
+        let memories = Arc::new(memories.with_summaries(config.summary_chars, queue));
+        let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
         let state = AppState {
-            memories: Arc::new(memories),
+            memories,
             ledger: Arc::new(Ledger::new(meta.clone())),
             meta,
             blobs,
@@ -75,6 +94,7 @@ impl App {
             state,
             access,
             flusher,
+            summarizer,
         })
     }
 
@@ -86,6 +106,9 @@ impl App {
     /// Writes pending read statistics and closes the stores.
     pub async fn shutdown(self) {
         self.flusher.abort();
+        if let Some(summarizer) = &self.summarizer {
+            summarizer.abort();
+        }
         self.access.flush(self.state.meta.as_ref()).await;
         self.state.meta.close().await;
     }

@@ -11,6 +11,7 @@ pub mod memories;
 pub mod reader;
 pub mod seekable;
 pub mod slicing;
+pub mod summarizer;
 pub mod summary;
 pub mod tokens;
 pub mod uri;

@@ -1,0 +1,1 @@
+//! Unit tests of the summaries, one realistic sample per kind.
