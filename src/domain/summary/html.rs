@@ -105,9 +105,11 @@ fn scan(html: &str) -> Page {
                 }
             }
             ("h1" | "h2" | "h3", false) => {
+                page.text.push(' ');
                 heading = Some((name.as_bytes()[1] - b'0', String::new()));
             }
             ("h1" | "h2" | "h3", true) => {
+                page.text.push(' ');
                 if let Some((level, text)) = heading.take() {
                     let text = squash(&text);
                     if !text.is_empty() && page.headings.len() < HEADINGS {

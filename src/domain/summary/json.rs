@@ -19,10 +19,13 @@ enum Shape {
     Object {
         keys: Vec<(String, Shape)>,
         count: u64,
+        /// False when the text ended inside it.
+        complete: bool,
     },
     Array {
         len: u64,
         first: Option<Box<Shape>>,
+        complete: bool,
     },
     String,
     Number,
@@ -65,13 +68,13 @@ pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize) {
     if values > 1 {
         doc.detail("JSON lines");
         let more = if partial { "+" } else { "" };
-        let shape = describe(&shape, partial, 0);
+        let shape = describe(&shape, 0);
         doc.text(clip(
             &format!("{values}{more} values; the first is {shape}"),
             max_chars * 2 / 3,
         ));
     } else {
-        doc.text(clip(&describe(&shape, partial, 0), max_chars * 2 / 3));
+        doc.text(clip(&describe(&shape, 0), max_chars * 2 / 3));
     }
     if let Some(at) = invalid.or(scan.invalid_at()) {
         doc.text(format!("not valid JSON at byte {at}"));
@@ -91,36 +94,45 @@ pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize) {
     doc.text(format!("sample: {}", clip(&squash(&sample), max_chars / 3)));
 }
 
-fn describe(shape: &Shape, partial: bool, depth: usize) -> String {
-    let at_least = if partial { "≥" } else { "" };
+fn describe(shape: &Shape, depth: usize) -> String {
+    let at_least = |complete: bool| if complete { "" } else { "≥" };
     match shape {
-        Shape::Object { keys, count } => {
+        Shape::Object {
+            keys,
+            count,
+            complete,
+        } => {
             if depth >= DEPTH {
-                return format!("object{{{count} keys}}");
+                return format!("object{{{}{count} keys}}", at_least(*complete));
             }
             let mut parts: Vec<String> = keys
                 .iter()
-                .map(|(k, v)| format!("{}: {}", clip(k, 40), describe(v, partial, depth + 1)))
+                .map(|(k, v)| format!("{}: {}", clip(k, 40), describe(v, depth + 1)))
                 .collect();
             if *count > keys.len() as u64 {
                 parts.push(format!("…+{} keys", count - keys.len() as u64));
             }
             if depth == 0 {
                 format!(
-                    "object with {at_least}{count} keys {{{}}}",
+                    "object with {}{count} keys {{{}}}",
+                    at_least(*complete),
                     parts.join(", ")
                 )
             } else {
                 format!("{{{}}}", parts.join(", "))
             }
         }
-        Shape::Array { len, first } => match first {
-            None => format!("array[{at_least}{len}]"),
-            Some(first) => format!(
-                "array[{at_least}{len}] of {}",
-                describe(first, partial, depth + 1)
-            ),
-        },
+        Shape::Array {
+            len,
+            first,
+            complete,
+        } => {
+            let at_least = at_least(*complete);
+            match first {
+                None => format!("array[{at_least}{len}]"),
+                Some(first) => format!("array[{at_least}{len}] of {}", describe(first, depth + 1)),
+            }
+        }
         Shape::String => "string".into(),
         Shape::Number => "number".into(),
         Shape::Bool => "bool".into(),
@@ -236,7 +248,11 @@ impl Scanner<'_> {
                 Some(_) => break,
             }
         }
-        Shape::Object { keys, count }
+        Shape::Object {
+            keys,
+            count,
+            complete: !self.cut,
+        }
     }
 
     fn array(&mut self, depth: usize) -> Shape {
@@ -272,7 +288,11 @@ impl Scanner<'_> {
                 }
             }
         }
-        Shape::Array { len, first }
+        Shape::Array {
+            len,
+            first,
+            complete: !self.cut,
+        }
     }
 
     /// Reads a string; answers its text (at most 200 bytes of it, lossy).

@@ -32,10 +32,11 @@ pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize, kind: Kind) {
     } else {
         doc.text(format!("lines by level: {}", counts.join(", ")));
     }
-    // About one shown line per 70 characters, shared out by severity.
-    let mut budget = (max_chars / 70).clamp(3, 60);
+    // About one shown line per 90 characters, shared out by severity.
+    let mut budget = (max_chars / 90).clamp(3, 60);
     let tail_count = (budget / 3).clamp(1, 8);
     budget -= tail_count;
+    let mut shown = Vec::new();
     for (level, title) in [
         (Level::Failed, "failed"),
         (Level::Error, "errors"),
@@ -44,11 +45,13 @@ pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize, kind: Kind) {
         let examples = &stats.examples[level as usize];
         let take = examples.len().min(budget);
         budget -= take;
+        shown.extend(examples[..take].iter().map(|(n, _)| *n));
         doc.lines(title, examples[..take].to_vec());
     }
     let tail = m
         .tail_lines(tail_count)
         .into_iter()
+        .filter(|(n, _)| !shown.contains(n))
         .map(|(n, l)| (n, super::scan::clean_line(l, false)))
         .collect();
     doc.lines("last lines", tail);
