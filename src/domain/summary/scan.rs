@@ -25,7 +25,7 @@ pub enum Level {
     Error = 1,
     /// `warn`, `warning`.
     Warning = 2,
-    /// `passed`, cargo's `... ok`, go's `--- PASS`.
+    /// `passed` (lines that only say `ok` are not counted: not worth a search of every frame).
     Passed = 3,
 }
 
@@ -41,7 +41,7 @@ pub const LEVELS: [(Level, &str); 4] = [
 const TALLY: u8 = 1 << 4;
 
 /// (word, flag) looked for in the lower-cased content.
-const WORDS: [(&str, u8); 11] = [
+const WORDS: [(&str, u8); 9] = [
     ("fail", 1 << Level::Failed as u8),
     ("error", 1 << Level::Error as u8),
     ("exception", 1 << Level::Error as u8),
@@ -50,8 +50,6 @@ const WORDS: [(&str, u8); 11] = [
     ("traceback", 1 << Level::Error as u8),
     ("warn", 1 << Level::Warning as u8),
     ("passed", 1 << Level::Passed as u8),
-    (" ... ok", 1 << Level::Passed as u8),
-    ("--- pass", 1 << Level::Passed as u8),
     ("test result:", TALLY),
 ];
 
@@ -152,6 +150,15 @@ impl LineStats {
         }
     }
 
+    /// True when a line of `flags` would be shown, so its number is needed.
+    pub fn wants_number(&self, flags: u8) -> bool {
+        (0..3).any(|l| {
+            flags & (1 << l) != 0
+                && flags & ((1 << l) - 1) == 0
+                && self.examples[l].len() < EXAMPLES
+        })
+    }
+
     /// Adds the stats of later lines, numbered from `offset`.
     pub fn merge(&mut self, later: &Self, offset: u64) {
         for (count, more) in self.counts.iter_mut().zip(later.counts) {
@@ -213,16 +220,20 @@ pub fn scan_frame(frame: &[u8]) -> FrameScan {
     let last_start = memchr::memrchr(b'\n', frame).map_or(0, |p| p + 1);
     let (mut first_flags, mut last_flags) = (0u8, 0u8);
     let mut inner = LineStats::default();
-    // The line of the latest hit: (index = newlines before it, start, end, flags).
-    let mut current: Option<(u64, usize, usize, u8)> = None;
+    // The line of the latest hit: (start, end, flags).
+    let mut current: Option<(usize, usize, u8)> = None;
+    // Newlines before `counted_to`: counted only as far as a shown line needs.
     let (mut counted_to, mut index) = (0usize, 0u64);
-    let mut close = |line: (u64, usize, usize, u8), inner: &mut LineStats| {
-        let (index, start, end, flags) = line;
+    let mut close = |(start, end, flags): (usize, usize, u8), inner: &mut LineStats| {
         if start == 0 {
             first_flags |= flags;
         } else if start == last_start && newlines > 0 {
             last_flags |= flags;
         } else {
+            if inner.wants_number(flags) {
+                index += memchr::memchr_iter(b'\n', &frame[counted_to..start]).count() as u64;
+                counted_to = start;
+            }
             let line = &frame[start..end];
             let head = &line[..line.len().min(LINE_KEEP)];
             inner.add_line(index, flags, head, line.len() > LINE_KEEP);
@@ -230,9 +241,9 @@ pub fn scan_frame(frame: &[u8]) -> FrameScan {
     };
     for (at, flag) in hits {
         if let Some(open) = current.as_mut()
-            && at < open.2
+            && at < open.1
         {
-            open.3 |= flag;
+            open.2 |= flag;
             continue;
         }
         if let Some(done) = current.take() {
@@ -240,9 +251,7 @@ pub fn scan_frame(frame: &[u8]) -> FrameScan {
         }
         let start = memchr::memrchr(b'\n', &frame[..at]).map_or(0, |p| p + 1);
         let end = memchr::memchr(b'\n', &frame[at..]).map_or(frame.len(), |p| at + p);
-        index += memchr::memchr_iter(b'\n', &frame[counted_to..start]).count() as u64;
-        counted_to = start;
-        current = Some((index, start, end, flag));
+        current = Some((start, end, flag));
     }
     if let Some(done) = current.take() {
         close(done, &mut inner);
@@ -380,8 +389,7 @@ mod tests {
 
     #[test]
     fn lines_are_counted_once_at_their_worst_level() {
-        let log =
-            b"ok\nWARN low disk\nERROR: boom\nFAILED test_x - AssertionError\ntest a ... ok\n";
+        let log = b"ok\nWARN low disk\nERROR: boom\nFAILED test_x - AssertionError\n3 passed\n";
         let stats = stitched(log, log.len());
         assert_eq!(stats.counts, [1, 1, 1, 1]);
         assert_eq!(
