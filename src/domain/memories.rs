@@ -127,7 +127,16 @@ impl Memories {
             tokens,
             token_method: tokens::ESTIMATE_METHOD.to_owned(),
         };
-        let mut summary = ingested.summary.finish(&facts, self.summary_chars);
+        let excerpt_bytes = self
+            .summaries
+            .as_ref()
+            .filter(|q| q.wants(object.bytes, &fields.kind))
+            .map(|_| EXCERPT_BYTES);
+        let (mut summary, excerpt) = ingested
+            .summary
+            .finish_off_executor(facts, self.summary_chars, excerpt_bytes)
+            .await
+            .map_err(|e| DomainError::Storage(e.into()))?;
         if memchr::memchr(0, summary.as_bytes()).is_some() {
             summary = summary.replace('\0', " ");
         }
@@ -146,13 +155,11 @@ impl Memories {
             .await?;
         self.opened
             .invalidate(&(namespace.to_owned(), outcome.record.id.clone()));
-        if let Some(queue) = &self.summaries
-            && queue.wants(&outcome.record, outcome.created)
-        {
+        if let (Some(queue), Some(excerpt), true) = (&self.summaries, excerpt, outcome.created) {
             queue.offer(SummaryJob {
                 namespace: namespace.to_owned(),
                 source: outcome.record.clone(),
-                excerpt: ingested.summary.excerpt(EXCERPT_BYTES),
+                excerpt,
             });
         }
         Ok(Stored {

@@ -81,9 +81,10 @@ pub struct SummaryQueue {
 }
 
 impl SummaryQueue {
-    /// True for a new memory, big enough, that is not itself a summary.
-    pub fn wants(&self, record: &MemoryRecord, created: bool) -> bool {
-        created && record.bytes >= self.min_bytes && record.fields.kind != SUMMARY_TYPE
+    /// True for content big enough, that is not itself a summary (the
+    /// caller queues it only if the put created the memory).
+    pub fn wants(&self, bytes: u64, kind: &str) -> bool {
+        bytes >= self.min_bytes && kind != SUMMARY_TYPE
     }
 
     /// Queues `job`, or logs and drops it when the queue is full.

@@ -28,6 +28,8 @@ use scan::{LineStats, LineStitcher};
 pub const SUMMARY_CHARS: usize = 800;
 /// Bytes of the head that decide the kind (and how much prefix to keep).
 pub const HEAD_KEEP: usize = 8 << 10;
+/// Material up to this size is summarized right on the async worker.
+const INLINE_FINISH_MAX: usize = 64 << 10;
 /// Bytes kept from the end of the content.
 const TAIL_KEEP: usize = 8 << 10;
 
@@ -112,6 +114,28 @@ impl SummaryBuilder {
             Kind::Binary => {}
         }
         doc.render(max_chars)
+    }
+
+    /// [`finish`](Self::finish), plus an [`excerpt`](Self::excerpt) of
+    /// `excerpt_bytes` if asked; on the blocking pool when the material is
+    /// large (a JSON or HTML prefix takes milliseconds to walk).
+    pub async fn finish_off_executor(
+        self,
+        facts: SummaryFacts,
+        max_chars: usize,
+        excerpt_bytes: Option<usize>,
+    ) -> std::io::Result<(String, Option<String>)> {
+        let inline = self.prefix.len() <= INLINE_FINISH_MAX;
+        let work = move || {
+            let summary = self.finish(&facts, max_chars);
+            (summary, excerpt_bytes.map(|n| self.excerpt(n)))
+        };
+        if inline {
+            return Ok(work());
+        }
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(std::io::Error::other)
     }
 
     /// A bounded excerpt for an LLM: the head, the failed and error lines
