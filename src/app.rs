@@ -13,6 +13,7 @@ use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
 use crate::domain::pricing::Pricing;
 use crate::domain::slicing::SliceLimits;
+use crate::domain::summarizer::{self, SummarizerConfig};
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
 use crate::storage::blob::BlobStore;
 use crate::storage::blob::fs::FsBlobStore;
@@ -26,6 +27,8 @@ pub struct App {
     access: Arc<AccessRecorder>,
     flusher: tokio::task::JoinHandle<()>,
     ledger_flusher: tokio::task::JoinHandle<()>,
+    /// The LLM summary task, when configured.
+    summarizer: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl App {
@@ -79,8 +82,24 @@ impl App {
             },
             access.clone(),
         );
+        let (queue, summarizer) = match &config.summarizer_url {
+            Some(url) => {
+                let (queue, summarizer) = summarizer::channel(SummarizerConfig {
+                    url: url.clone(),
+                    model: config.summarizer_model.clone(),
+                    api_key: config.summarizer_api_key.clone(),
+                    min_bytes: config.summarizer_min_bytes,
+                    timeout: Duration::from_secs(config.summarizer_timeout_secs),
+                    queue: config.summarizer_queue,
+                })?;
+                (Some(queue), Some(summarizer))
+            }
+            None => (None, None),
+        };
+        let memories = Arc::new(memories.with_summaries(config.summary_chars, queue));
+        let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
         let state = AppState {
-            memories: Arc::new(memories),
+            memories,
             ledger,
             meta,
             blobs,
@@ -94,6 +113,7 @@ impl App {
             access,
             flusher,
             ledger_flusher,
+            summarizer,
         })
     }
 
@@ -105,6 +125,9 @@ impl App {
     /// Writes pending read statistics and closes the stores.
     pub async fn shutdown(self) {
         self.flusher.abort();
+        if let Some(summarizer) = &self.summarizer {
+            summarizer.abort();
+        }
         self.access.flush(self.state.meta.as_ref()).await;
         self.ledger_flusher.abort();
         if let Err(e) = self.state.ledger.flush().await {

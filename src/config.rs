@@ -99,6 +99,27 @@ pub struct Config {
     /// Per-namespace budgets: `ns1:tokens=5000000,ns2:cost=12.5,ns3:tokens=off:cost=2`.
     #[arg(long, env = "CAIRN_BUDGETS")]
     pub budgets: Option<String>,
+    /// Cap on deterministic summaries, in characters.
+    #[arg(long, env = "CAIRN_SUMMARY_CHARS", default_value_t = 800)]
+    pub summary_chars: usize,
+    /// OpenAI-compatible base URL for LLM summaries (POST {url}/chat/completions); unset: none.
+    #[arg(long, env = "CAIRN_SUMMARIZER_URL")]
+    pub summarizer_url: Option<String>,
+    /// Model asked for LLM summaries.
+    #[arg(long, env = "CAIRN_SUMMARIZER_MODEL", default_value = "gpt-4o-mini")]
+    pub summarizer_model: String,
+    /// Bearer key for the summarizer endpoint (never logged).
+    #[arg(long, env = "CAIRN_SUMMARIZER_API_KEY", hide_env_values = true)]
+    pub summarizer_api_key: Option<crate::domain::summarizer::ApiKey>,
+    /// Content smaller than this gets no LLM summary.
+    #[arg(long, env = "CAIRN_SUMMARIZER_MIN_BYTES", default_value_t = 8 << 10)]
+    pub summarizer_min_bytes: u64,
+    /// Seconds allowed for one LLM summary.
+    #[arg(long, env = "CAIRN_SUMMARIZER_TIMEOUT_SECS", default_value_t = 60)]
+    pub summarizer_timeout_secs: u64,
+    /// Memories waiting for an LLM summary at most; beyond, they are skipped.
+    #[arg(long, env = "CAIRN_SUMMARIZER_QUEUE", default_value_t = 256)]
+    pub summarizer_queue: usize,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -116,6 +137,19 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if !(64..=(16 << 20)).contains(&self.frame_bytes) {
             return Err("frame bytes must be between 64 and 16 MiB".into());
+        }
+        if self.summary_chars < 120 {
+            return Err(
+                "summary chars must be at least 120 (the header with the pointer takes about 110)"
+                    .into(),
+            );
+        }
+        if self
+            .summarizer_url
+            .as_deref()
+            .is_some_and(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+        {
+            return Err("the summarizer URL must start with http:// or https://".into());
         }
         if self.max_slice_lines == 0 || self.default_slice_lines == 0 {
             return Err("slice line limits must be at least 1".into());

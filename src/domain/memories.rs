@@ -11,6 +11,8 @@ use super::ids::{IdRef, MemoryId};
 use super::ingest::{self, IngestConfig};
 use super::reader::ObjectReader;
 use super::slicing::{self, Slice, SliceLimits};
+use super::summarizer::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
+use super::summary::{SUMMARY_CHARS, SummaryFacts};
 use super::tokens;
 use super::uri::{MemUri, Selector};
 use super::{DomainError, now_ms};
@@ -43,6 +45,10 @@ pub struct Memories {
     /// dropped at once when this process puts or deletes the memory.
     opened: moka::sync::Cache<(String, String), Arc<MemoryRecord>>,
     access: Arc<AccessRecorder>,
+    /// Cap on summaries, in characters.
+    summary_chars: usize,
+    /// Where new memories go for an LLM summary, when configured.
+    summaries: Option<SummaryQueue>,
 }
 
 impl Memories {
@@ -78,7 +84,16 @@ impl Memories {
             objects,
             opened,
             access,
+            summary_chars: SUMMARY_CHARS,
+            summaries: None,
         }
+    }
+
+    /// Sets the summary cap and, if given, the queue for LLM summaries.
+    pub fn with_summaries(mut self, summary_chars: usize, queue: Option<SummaryQueue>) -> Self {
+        self.summary_chars = summary_chars;
+        self.summaries = queue;
+        self
     }
 
     /// The slice guardrails in force.
@@ -104,7 +119,24 @@ impl Memories {
         tracing::Span::current().record("memory.id", ingested.id.as_str());
         let object = &ingested.object;
         let tokens = tokens::estimate(object.bytes);
-        let mut summary = ingested.summary.finish(object.bytes, object.lines);
+        let facts = SummaryFacts {
+            uri: ingested.id.uri(),
+            mime: fields.mime.clone(),
+            bytes: object.bytes,
+            lines: object.lines,
+            tokens,
+            token_method: tokens::ESTIMATE_METHOD.to_owned(),
+        };
+        let excerpt_bytes = self
+            .summaries
+            .as_ref()
+            .filter(|q| q.wants(object.bytes, &fields.kind))
+            .map(|_| EXCERPT_BYTES);
+        let (mut summary, excerpt) = ingested
+            .summary
+            .finish_off_executor(facts, self.summary_chars, excerpt_bytes)
+            .await
+            .map_err(|e| DomainError::Storage(e.into()))?;
         if memchr::memchr(0, summary.as_bytes()).is_some() {
             summary = summary.replace('\0', " ");
         }
@@ -123,6 +155,13 @@ impl Memories {
             .await?;
         self.opened
             .invalidate(&(namespace.to_owned(), outcome.record.id.clone()));
+        if let (Some(queue), Some(excerpt), true) = (&self.summaries, excerpt, outcome.created) {
+            queue.offer(SummaryJob {
+                namespace: namespace.to_owned(),
+                source: outcome.record.clone(),
+                excerpt,
+            });
+        }
         Ok(Stored {
             tokens_saved: outcome.record.tokens.saturating_sub(summary_tokens),
             record: outcome.record,

@@ -12,6 +12,7 @@ pub mod pricing;
 pub mod reader;
 pub mod seekable;
 pub mod slicing;
+pub mod summarizer;
 pub mod summary;
 pub mod tokens;
 pub mod uri;

@@ -45,7 +45,7 @@ pub struct MemoryView {
     pub token_method: String,
     /// Chunks of the content (`/chunks/{n}`, n from 0).
     pub chunks: u64,
-    /// Deterministic summary: counts, head, error-looking lines, tail.
+    /// Deterministic summary by detected kind (json, html, test-output, log, listing, stack-trace, text, binary), with line, byte and token counts and the pointer.
     pub summary: String,
     /// Creation time (RFC 3339).
     pub created_at: String,

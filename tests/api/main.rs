@@ -20,3 +20,4 @@ mod openapi;
 mod safety;
 mod stats;
 mod usage;
+mod summaries;

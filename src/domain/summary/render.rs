@@ -1,0 +1,134 @@
+//! Laying a summary out within its character cap: a header with the kind,
+//! counts and pointer, then free lines and numbered content lines.
+
+use super::SummaryFacts;
+use super::detect::Kind;
+
+/// A summary being written.
+pub struct Doc {
+    kind: &'static str,
+    /// Counts and pointer.
+    facts: String,
+    detail: Option<String>,
+    blocks: Vec<Block>,
+}
+
+enum Block {
+    Text(String),
+    Lines(String, Vec<(u64, String)>),
+}
+
+impl Doc {
+    /// A summary of content of `kind`.
+    pub fn new(kind: Kind, facts: &SummaryFacts) -> Self {
+        let plural = |n: u64, word: &str| {
+            if n == 1 {
+                format!("{n} {word}")
+            } else {
+                format!("{n} {word}s")
+            }
+        };
+        let facts = format!(
+            "{}, {}, {} ({}) | {}",
+            plural(facts.lines, "line"),
+            plural(facts.bytes, "byte"),
+            plural(facts.tokens, "token"),
+            facts.token_method,
+            facts.uri
+        );
+        Self {
+            kind: kind.name(),
+            facts,
+            detail: None,
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Names the flavour of the kind (`pytest`, `python`, `ls -l`), shown after it.
+    pub fn detail(&mut self, detail: impl Into<String>) {
+        self.detail = Some(detail.into());
+    }
+
+    /// Adds a free line.
+    pub fn text(&mut self, line: impl Into<String>) {
+        self.blocks.push(Block::Text(line.into()));
+    }
+
+    /// Adds a titled run of numbered content lines (nothing when empty).
+    pub fn lines(&mut self, title: &str, lines: Vec<(u64, String)>) {
+        if !lines.is_empty() {
+            self.blocks.push(Block::Lines(title.to_owned(), lines));
+        }
+    }
+
+    /// The summary, at most `max_chars` characters: numbered lines are
+    /// shortened evenly to fit, and whatever still overflows is cut.
+    pub fn render(self, max_chars: usize) -> String {
+        let mut out = format!("kind: {}", self.kind);
+        if let Some(detail) = &self.detail {
+            out.push_str(&format!(" ({detail})"));
+        }
+        out.push_str(" | ");
+        out.push_str(&self.facts);
+        let mut fixed = out.chars().count();
+        let mut shown = 0usize;
+        for block in &self.blocks {
+            match block {
+                Block::Text(text) => fixed += 1 + text.chars().count(),
+                Block::Lines(title, lines) => {
+                    fixed += if title.is_empty() { 0 } else { title.len() + 2 };
+                    fixed += lines
+                        .iter()
+                        .map(|(n, _)| n.to_string().len() + 4)
+                        .sum::<usize>();
+                    shown += lines.len();
+                }
+            }
+        }
+        let room = max_chars.saturating_sub(fixed);
+        let per_line = room.checked_div(shown).map_or(0, |n| n.max(16));
+        for block in &self.blocks {
+            match block {
+                Block::Text(text) => {
+                    out.push('\n');
+                    out.push_str(text);
+                }
+                Block::Lines(title, lines) => {
+                    if !title.is_empty() {
+                        out.push_str(&format!("\n{title}:"));
+                    }
+                    for (number, text) in lines {
+                        out.push_str(&format!("\nL{number}: {}", clip(text, per_line)));
+                    }
+                }
+            }
+        }
+        clip(&out, max_chars)
+    }
+}
+
+/// `text` cut to at most `max` characters, ending in `…` when cut.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().nth(max).is_none() {
+        return text.to_owned();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+/// Whitespace runs made single spaces, ends trimmed.
+pub fn squash(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The `n` most frequent items, most frequent first, ties in name order.
+pub fn top<K: Ord + Clone>(counts: &std::collections::BTreeMap<K, u64>, n: usize) -> Vec<(K, u64)> {
+    let mut all: Vec<(K, u64)> = counts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    all.truncate(n);
+    all
+}
