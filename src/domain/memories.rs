@@ -11,7 +11,6 @@ use super::ids::{IdRef, MemoryId};
 use super::ingest::{self, IngestConfig};
 use super::reader::ObjectReader;
 use super::slicing::{self, Slice, SliceLimits};
-use super::tokens;
 use super::uri::{MemUri, Selector};
 use super::{DomainError, now_ms};
 use crate::storage::blob::BlobStore;
@@ -103,19 +102,19 @@ impl Memories {
             ingest::ingest(body, self.blobs.as_ref(), self.meta.as_ref(), &self.ingest).await?;
         tracing::Span::current().record("memory.id", ingested.id.as_str());
         let object = &ingested.object;
-        let tokens = tokens::estimate(object.bytes);
         let mut summary = ingested.summary.finish(object.bytes, object.lines);
         if memchr::memchr(0, summary.as_bytes()).is_some() {
             summary = summary.replace('\0', " ");
         }
         let summary_tokens =
-            tokens::estimate(summary.len() as u64 + ingested.id.uri().len() as u64);
+            ingested.tokens.count_alike(&summary) + ingested.tokens.count_alike(&ingested.id.uri());
         let outcome = self
             .meta
             .put(NewMemory {
                 namespace: namespace.to_owned(),
                 fields,
-                tokens,
+                tokens: ingested.tokens.tokens,
+                token_method: ingested.tokens.method.to_owned(),
                 summary,
                 now: now_ms(),
                 object: ingested.object,

@@ -24,10 +24,12 @@ mod content;
 pub mod error;
 mod extract;
 mod health;
+mod json_body;
 mod memories;
 pub mod openapi;
 mod panic;
 mod slices;
+mod tokens;
 pub mod views;
 
 /// Limits of the HTTP layer itself.
@@ -66,6 +68,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(slices::bytes))
         .routes(routes!(slices::chunk))
         .routes(routes!(slices::fetch))
+        .routes(routes!(tokens::count))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

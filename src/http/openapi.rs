@@ -16,6 +16,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
         (name = "memories", description = "Store, list, describe and delete memories"),
         (name = "slices", description = "Read exact parts of a memory: lines, bytes, chunks, pointers, whole content"),
         (name = "health", description = "Liveness and readiness"),
+        (name = "tokens", description = "Token counts of texts and message lists, with their method"),
     ),
     modifiers(&BearerAuth)
 )]

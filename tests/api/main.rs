@@ -18,3 +18,4 @@ mod listing;
 mod memories;
 mod openapi;
 mod safety;
+mod tokens;

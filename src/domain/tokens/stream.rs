@@ -36,6 +36,17 @@ impl ContentTokens {
     }
 }
 
+impl ContentTokens {
+    /// Tokens of `text` counted the way this content was: exactly, or estimated.
+    pub fn count_alike(&self, text: &str) -> u64 {
+        if self.method == ESTIMATE_METHOD {
+            estimate(text.len() as u64)
+        } else {
+            CONTENT_ENCODING.tokenizer().count(text) as u64
+        }
+    }
+}
+
 /// Tokens of a content given as its frames in order: exact with
 /// [`CONTENT_ENCODING`] when it is UTF-8 and at most `exact_max` bytes, else
 /// the bytes/4 estimate. `digest` (the content's SHA-256, when known) keys the
