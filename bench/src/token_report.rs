@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::measure::tokens::TokenCounting;
+use crate::measure::tokens::{Pass, TokenCounting};
 
 /// The section's heading; everything from it to the next `## ` heading is the section.
 pub const HEADING: &str = "## Token counting";
@@ -33,12 +33,14 @@ pub fn render(result: &TokenCounting, command: &str, revision: Option<&str>) -> 
         "- **Load average at the end**: {}",
         crate::report::load_average()
     );
-    out.push_str("- One thread; MB = 10^6 bytes.\n\n");
+    out.push_str(
+        "- One thread; MB = 10^6 bytes. Speed per second of the counting thread's CPU time \
+         (fair while other work shares the CPUs); wall-clock speed in brackets.\n\n",
+    );
     out.push_str("| Encoding | bpe-openai | tiktoken-rs | bpe-openai / tiktoken-rs | Tokens | Files whose counts differ |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    let mb = result.bytes as f64 / 1e6;
     for r in &result.results {
-        let speed =
-            |elapsed: std::time::Duration| result.bytes as f64 / 1e6 / elapsed.as_secs_f64();
-        let (bpe, tiktoken) = (speed(r.bpe.elapsed), speed(r.tiktoken.elapsed));
+        let (bpe, tiktoken) = (speed(mb, &r.bpe), speed(mb, &r.tiktoken));
         let tokens = if r.bpe.tokens == r.tiktoken.tokens {
             r.bpe.tokens.to_string()
         } else {
@@ -46,15 +48,36 @@ pub fn render(result: &TokenCounting, command: &str, revision: Option<&str>) -> 
         };
         let _ = writeln!(
             out,
-            "| {} | {bpe:.1} MB/s ({:.1} s) | {tiktoken:.1} MB/s ({:.1} s) | {:.2}× | {tokens} | {} |",
+            "| {} | {} | {} | {:.2}× | {tokens} | {} |",
             r.encoding,
-            r.bpe.elapsed.as_secs_f64(),
-            r.tiktoken.elapsed.as_secs_f64(),
-            bpe / tiktoken,
+            bpe.1,
+            tiktoken.1,
+            bpe.0 / tiktoken.0,
             r.mismatched_files
         );
     }
     out
+}
+
+/// MB/s of a pass (per CPU second when known) and its table cell.
+fn speed(mb: f64, pass: &Pass) -> (f64, String) {
+    let wall = mb / pass.elapsed.as_secs_f64();
+    match pass.cpu.filter(|c| !c.is_zero()) {
+        Some(cpu) => {
+            let per_cpu = mb / cpu.as_secs_f64();
+            (
+                per_cpu,
+                format!(
+                    "{per_cpu:.1} MB/s ({wall:.1}; {:.1} s)",
+                    pass.elapsed.as_secs_f64()
+                ),
+            )
+        }
+        None => (
+            wall,
+            format!("({wall:.1} MB/s; {:.1} s)", pass.elapsed.as_secs_f64()),
+        ),
+    }
 }
 
 /// `report` with its token-counting section replaced by `section` (or, with

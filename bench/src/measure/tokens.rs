@@ -27,6 +27,9 @@ pub struct Pass {
     pub tokens: u64,
     /// Wall time of the pass.
     pub elapsed: Duration,
+    /// CPU time of the counting thread during the pass (the fair figure on a
+    /// shared machine), when /proc tells it.
+    pub cpu: Option<Duration>,
 }
 
 /// Both implementations on one encoding.
@@ -183,9 +186,21 @@ pub fn run(corpus: &Corpus) -> TokenCounting {
 }
 
 fn pass(corpus: &Corpus, count: impl Fn(&str) -> usize) -> (Pass, Vec<usize>) {
+    let cpu_before = crate::procfs::cpu_time("thread-self").ok();
     let start = Instant::now();
     let counts: Vec<usize> = corpus.texts.iter().map(|t| count(t)).collect();
     let elapsed = start.elapsed();
+    let cpu = crate::procfs::cpu_time("thread-self")
+        .ok()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let tokens = counts.iter().map(|&n| n as u64).sum();
-    (Pass { tokens, elapsed }, counts)
+    (
+        Pass {
+            tokens,
+            elapsed,
+            cpu,
+        },
+        counts,
+    )
 }
