@@ -73,6 +73,7 @@ impl App {
                 // Two frames more than cores: the workers never wait for the
                 // reader to fill the next frame.
                 parallelism: std::thread::available_parallelism().map_or(2, |n| n.get()) + 2,
+                exact_tokens_max: config.exact_tokens_max_bytes,
             },
             SliceLimits {
                 max_lines: config.max_slice_lines,

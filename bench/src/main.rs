@@ -1,6 +1,7 @@
 //! `cairn-bench`: starts a release Cairn server over a fresh data directory,
 //! measures ingest speed, memory during a large upload, slice latency and
-//! durable small puts, and writes a Markdown report.
+//! durable small puts, and writes a Markdown report. The token-counting
+//! measure needs no server and writes its own section of the report.
 
 mod api;
 mod generate;
@@ -11,6 +12,7 @@ mod procfs;
 mod report;
 mod server;
 mod stats;
+mod token_report;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -85,6 +87,50 @@ pub struct Cli {
     /// Skip the put measure.
     #[arg(long)]
     pub skip_puts: bool,
+    /// Skip the token-counting measure.
+    #[arg(long)]
+    pub skip_tokens: bool,
+    /// Run only this measure (the others are skipped).
+    #[arg(long, value_enum)]
+    pub only: Option<Only>,
+    /// Size of the token-counting corpus in MiB [default: 64, quick: 8].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub tokens_mib: Option<u64>,
+}
+
+/// A measure to run alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    /// Ingest speed against zstd.
+    Ingest,
+    /// The big streamed upload.
+    Big,
+    /// Slice latency (takes its memory from the ingest measure).
+    Slices,
+    /// Durable small puts.
+    Puts,
+    /// Token counting speed (no server).
+    Tokens,
+}
+
+impl Cli {
+    /// Applies `--only`: every other measure is skipped.
+    fn apply_only(&mut self) {
+        let Some(only) = self.only else {
+            return;
+        };
+        // Slices need a stored memory: the ingest file's, when run alone.
+        self.skip_ingest = !matches!(only, Only::Ingest | Only::Slices);
+        self.skip_big = only != Only::Big;
+        self.skip_slices = only != Only::Slices;
+        self.skip_puts = only != Only::Puts;
+        self.skip_tokens = only != Only::Tokens;
+    }
+
+    /// True when a measure of the server is selected.
+    fn needs_server(&self) -> bool {
+        !(self.skip_ingest && self.skip_big && self.skip_slices && self.skip_puts)
+    }
 }
 
 /// The sizes in force, after `--quick` and explicit options.
@@ -98,6 +144,8 @@ pub struct Scale {
     pub slices: usize,
     /// How long put clients start new puts.
     pub put_duration: Duration,
+    /// Size of the token-counting corpus.
+    pub tokens_bytes: u64,
 }
 
 impl Scale {
@@ -110,6 +158,7 @@ impl Scale {
             big_bytes: pick(cli.big_mib, 1024, 100) * MIB,
             slices: cli.slices.unwrap_or(if cli.quick { 300 } else { 2000 }),
             put_duration: Duration::from_secs(pick(cli.put_seconds, 10, 3)),
+            tokens_bytes: pick(cli.tokens_mib, 64, 8) * MIB,
         }
     }
 }
@@ -122,7 +171,8 @@ pub fn workspace() -> PathBuf {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    cli.apply_only();
     match run(&cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -132,9 +182,64 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Runs the benchmark in a fresh run directory, then prints and writes the report.
+/// Runs the selected measures, then prints and writes the report.
 async fn run(cli: &Cli) -> anyhow::Result<()> {
     let scale = Scale::of(cli);
+    let (report, outcome, interrupted) = if cli.needs_server() {
+        run_server_measures(cli, &scale).await?
+    } else {
+        (None, Ok(()), false)
+    };
+    let tokens = if cli.skip_tokens || interrupted {
+        None
+    } else {
+        Some(tokens_section(&scale).await?)
+    };
+    if let Some(section) = &tokens {
+        println!("{section}");
+    }
+    if report.is_none() && tokens.is_none() {
+        return outcome;
+    }
+    if interrupted {
+        // A partial report printed is enough; keep the last complete one on disk.
+        return outcome;
+    }
+    let path = cli
+        .report
+        .clone()
+        .unwrap_or_else(|| workspace().join("bench/REPORT.md"));
+    let previous = std::fs::read_to_string(&path).ok();
+    let base = report.or_else(|| previous.clone()).unwrap_or_default();
+    let text = token_report::splice(&base, tokens.as_deref(), previous.as_deref());
+    std::fs::write(&path, &text)
+        .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    eprintln!("report written to {}", path.display());
+    outcome
+}
+
+/// Measures token counting over a corpus of this machine's text files.
+async fn tokens_section(scale: &Scale) -> anyhow::Result<String> {
+    let target = scale.tokens_bytes;
+    let result = tokio::task::spawn_blocking(move || {
+        eprintln!("reading a {} corpus…", judge::mib(target));
+        let corpus = measure::tokens::corpus(&measure::tokens::default_roots(), target)?;
+        Ok::<_, anyhow::Error>(measure::tokens::run(&corpus))
+    })
+    .await??;
+    Ok(token_report::render(
+        &result,
+        &command_line(),
+        report::git_revision(&workspace()).as_deref(),
+    ))
+}
+
+/// Runs the server measures in a fresh run directory; answers the rendered
+/// report (if any measure was recorded), the outcome and whether the run was interrupted.
+async fn run_server_measures(
+    cli: &Cli,
+    scale: &Scale,
+) -> anyhow::Result<(Option<String>, anyhow::Result<()>, bool)> {
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
     let root = cli
         .data_root
@@ -145,10 +250,10 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
     std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
 
     let mut report = Report::new(Machine::detect());
-    describe_run(&mut report, cli, &scale);
+    describe_run(&mut report, cli, scale);
     let mut interrupted = false;
     let outcome = tokio::select! {
-        outcome = phases::bench(cli, &scale, &dir, &stamp, &mut report) => outcome,
+        outcome = phases::bench(cli, scale, &dir, &stamp, &mut report) => outcome,
         _ = tokio::signal::ctrl_c() => {
             interrupted = true;
             Err(anyhow::anyhow!("interrupted"))
@@ -164,38 +269,29 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
     if let Err(e) = &outcome {
         report.note(format!("The run stopped early: {e:#}"));
     }
-    if report.has_rows() {
-        let text = report.render();
+    let text = report.has_rows().then(|| report.render());
+    if let Some(text) = &text {
         println!("{text}");
-        if interrupted {
-            // A partial report printed is enough; keep the last complete one on disk.
-            return outcome;
-        }
-        let path = cli
-            .report
-            .clone()
-            .unwrap_or_else(|| workspace().join("bench/REPORT.md"));
-        std::fs::write(&path, &text)
-            .with_context(|| format!("cannot write the report to {}", path.display()))?;
-        eprintln!("report written to {}", path.display());
     }
-    outcome
+    Ok((text, outcome, interrupted))
 }
 
-/// Header facts: the command, the scale, the code under test, the load.
-fn describe_run(report: &mut Report, cli: &Cli, scale: &Scale) {
+/// The command that ran this benchmark, as the report quotes it.
+fn command_line() -> String {
     let args: Vec<String> = std::env::args()
         .skip(1)
         .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
         .collect();
     let separator = if args.is_empty() { "" } else { " -- " };
-    report.fact(
-        "Command",
-        format!(
-            "`cargo run --release -p cairn-bench{separator}{}`",
-            args.join(" ")
-        ),
-    );
+    format!(
+        "`cargo run --release -p cairn-bench{separator}{}`",
+        args.join(" ")
+    )
+}
+
+/// Header facts: the command, the scale, the code under test, the load.
+fn describe_run(report: &mut Report, cli: &Cli, scale: &Scale) {
+    report.fact("Command", command_line());
     report.fact(
         "Scale",
         format!(

@@ -12,6 +12,7 @@ use super::DomainError;
 use super::ids::MemoryId;
 use super::seekable;
 use super::summary::{FrameScan, SummaryBuilder, scan_frame};
+use super::tokens::stream::{ContentTokens, content_tokens};
 use crate::storage::StorageError;
 use crate::storage::blob::{BlobStore, BlobWriter};
 use crate::storage::meta::{FrameEntry, Layout, MetaStore, ObjectRecord, PageEntry};
@@ -31,6 +32,8 @@ pub struct IngestConfig {
     pub max_upload_bytes: Option<u64>,
     /// Frames in flight at once (being compressed, or waiting to be written).
     pub parallelism: usize,
+    /// Content up to this size gets an exact token count (larger: estimated).
+    pub exact_tokens_max: u64,
 }
 
 /// An ingested content: its object (stored, unless inline) and summary input.
@@ -41,6 +44,8 @@ pub struct Ingested {
     pub object: ObjectRecord,
     /// Summary material gathered on the way.
     pub summary: SummaryBuilder,
+    /// Token count of the content.
+    pub tokens: ContentTokens,
 }
 
 /// One compressed frame, back from a worker.
@@ -73,6 +78,8 @@ struct Assembly<'a> {
     last_byte: Option<u8>,
     summary: SummaryBuilder,
     sink: Sink,
+    /// The frames so far while they fit the exact token count's size limit.
+    to_count: Vec<Bytes>,
 }
 
 /// Reads `body` to its end and stores it; returns the object to record.
@@ -104,7 +111,7 @@ where
     };
     let (read, assembled) = tokio::join!(read_frames(body, config, jobs), assemble);
     if let Some(small) = read? {
-        return Ok(raw(small));
+        return Ok(raw(small, config.exact_tokens_max));
     }
     assembled?;
     assembly.finish().await
@@ -182,7 +189,7 @@ async fn settle(
 }
 
 /// Small content: stored as is, no frames.
-fn raw(content: Bytes) -> Ingested {
+fn raw(content: Bytes, exact_tokens_max: u64) -> Ingested {
     let scan = scan_frame(&content);
     let mut summary = SummaryBuilder::default();
     summary.add_frame(&content, &scan, 1);
@@ -200,7 +207,26 @@ fn raw(content: Bytes) -> Ingested {
         },
         id,
         summary,
+        tokens: content_tokens(&[&content], None, exact_tokens_max),
     }
+}
+
+/// Tokens of a content of `bytes` bytes: estimated when it is over the
+/// exact-count limit, else counted over its `frames` off the async workers
+/// (BPE runs ~10 MB/s).
+async fn count_tokens(
+    frames: Vec<Bytes>,
+    bytes: u64,
+    digest: [u8; 32],
+    config: &IngestConfig,
+) -> Result<ContentTokens, DomainError> {
+    let max = config.exact_tokens_max;
+    if bytes > max {
+        return Ok(ContentTokens::estimated(bytes));
+    }
+    tokio::task::spawn_blocking(move || content_tokens(&frames, Some(digest), max))
+        .await
+        .map_err(|e| StorageError::Io(std::io::Error::other(e)).into())
 }
 
 /// Lines of content with `newlines` newlines ending in `last_byte`.
@@ -262,6 +288,7 @@ impl<'a> Assembly<'a> {
             last_byte: None,
             summary: SummaryBuilder::default(),
             sink: Sink::Memory(Vec::new()),
+            to_count: Vec::new(),
         }
     }
 
@@ -295,6 +322,11 @@ impl<'a> Assembly<'a> {
         ));
         self.content_len += content_len as u64;
         self.stored_len += stored_len as u64;
+        if self.content_len <= self.config.exact_tokens_max {
+            self.to_count.push(out.content.clone());
+        } else {
+            self.to_count = Vec::new();
+        }
         self.newlines += out.scan.newlines;
         self.last_byte = out.content.last().copied().or(self.last_byte);
         self.write(out.compressed).await?;
@@ -325,7 +357,10 @@ impl<'a> Assembly<'a> {
 
     /// Appends the seek table and makes the object durable.
     async fn finish(mut self) -> Result<Ingested, DomainError> {
-        let id = MemoryId::from_digest(&self.hasher.take().unwrap_or_default().finalize());
+        let digest = self.hasher.take().unwrap_or_default().finalize();
+        let id = MemoryId::from_digest(&digest);
+        let tokens =
+            count_tokens(self.to_count, self.content_len, digest.into(), self.config).await?;
         let table = seekable::seek_table(&self.table);
         let stored_bytes = self.stored_len + table.len() as u64;
         let (layout, data) = match self.sink {
@@ -360,6 +395,7 @@ impl<'a> Assembly<'a> {
             },
             id,
             summary: self.summary,
+            tokens,
         })
     }
 }

@@ -13,7 +13,6 @@ use super::reader::ObjectReader;
 use super::slicing::{self, Slice, SliceLimits};
 use super::summarizer::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
 use super::summary::{SUMMARY_CHARS, SummaryFacts};
-use super::tokens;
 use super::uri::{MemUri, Selector};
 use super::{DomainError, now_ms};
 use crate::storage::blob::BlobStore;
@@ -118,14 +117,13 @@ impl Memories {
             ingest::ingest(body, self.blobs.as_ref(), self.meta.as_ref(), &self.ingest).await?;
         tracing::Span::current().record("memory.id", ingested.id.as_str());
         let object = &ingested.object;
-        let tokens = tokens::estimate(object.bytes);
         let facts = SummaryFacts {
             uri: ingested.id.uri(),
             mime: fields.mime.clone(),
             bytes: object.bytes,
             lines: object.lines,
-            tokens,
-            token_method: tokens::ESTIMATE_METHOD.to_owned(),
+            tokens: ingested.tokens.tokens,
+            token_method: ingested.tokens.method.to_owned(),
         };
         let excerpt_bytes = self
             .summaries
@@ -140,14 +138,15 @@ impl Memories {
         if memchr::memchr(0, summary.as_bytes()).is_some() {
             summary = summary.replace('\0', " ");
         }
-        let summary_tokens =
-            tokens::estimate(summary.len() as u64 + ingested.id.uri().len() as u64);
+        // The summary carries the pointer: it is all the caller keeps.
+        let summary_tokens = ingested.tokens.count_alike(&summary);
         let outcome = self
             .meta
             .put(NewMemory {
                 namespace: namespace.to_owned(),
                 fields,
-                tokens,
+                tokens: ingested.tokens.tokens,
+                token_method: ingested.tokens.method.to_owned(),
                 summary,
                 now: now_ms(),
                 object: ingested.object,

@@ -24,12 +24,14 @@ mod content;
 pub mod error;
 mod extract;
 mod health;
+mod json_body;
 mod memories;
 pub mod openapi;
 mod panic;
 mod slices;
 mod stats;
 mod usage;
+mod tokens;
 pub mod views;
 
 /// Limits of the HTTP layer itself.
@@ -70,6 +72,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(slices::fetch))
         .routes(routes!(usage::post))
         .routes(routes!(stats::get))
+        .routes(routes!(tokens::count))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

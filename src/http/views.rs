@@ -6,7 +6,6 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::domain::slicing::{Slice, SliceLimits, byte_uri, line_uri};
-use crate::domain::tokens;
 use crate::storage::meta::MemoryRecord;
 
 /// A memory's metadata and summary (never its content).
@@ -76,7 +75,7 @@ impl MemoryView {
             stored_bytes: record.stored_bytes,
             lines: record.lines,
             tokens: record.tokens,
-            token_method: tokens::ESTIMATE_METHOD.to_owned(),
+            token_method: record.token_method,
             summary: record.summary,
             created_at: rfc3339(record.created_at),
             updated_at: rfc3339(record.updated_at),

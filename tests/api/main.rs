@@ -21,3 +21,4 @@ mod safety;
 mod stats;
 mod usage;
 mod summaries;
+mod tokens;

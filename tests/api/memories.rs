@@ -5,6 +5,13 @@ use serde_json::{Value, json};
 
 use crate::helpers::{enc, noise_lines, sha256_hex, spawn_app, spawn_app_with};
 
+/// The reference o200k_base count (tiktoken).
+fn o200k(text: &str) -> u64 {
+    tiktoken_rs::o200k_base_singleton()
+        .encode_ordinary(text)
+        .len() as u64
+}
+
 const EMPTY_ID: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 // ----- put: JSON ------------------------------------------------------------
@@ -34,8 +41,8 @@ async fn a_json_put_answers_201_with_the_content_hash_as_id() {
     assert_eq!(body["bytes"], content.len());
     assert_eq!(body["lines"], 3);
     assert!(body["stored_bytes"].as_u64().unwrap() > 0);
-    assert_eq!(body["tokens"], content.len().div_ceil(4));
-    assert_eq!(body["token_method"], "estimate:bytes/4");
+    assert_eq!(body["tokens"], o200k(content));
+    assert_eq!(body["token_method"], "exact:o200k_base");
     assert_eq!(body["chunks"], 1);
     assert!(body["summary"].as_str().is_some_and(|s| !s.is_empty()));
     assert_eq!(body["deduplicated"], false);
@@ -124,15 +131,15 @@ async fn large_content_saves_tokens_but_never_more_than_it_has() {
     let body = resp.json();
     let tokens = body["tokens"].as_u64().unwrap();
     let saved = body["tokens_saved"].as_u64().unwrap();
-    assert_eq!(tokens, 25_000);
+    assert_eq!(tokens, o200k(std::str::from_utf8(&content).unwrap()));
     assert!(
         saved > 0 && saved < tokens,
         "tokens_saved {saved} of {tokens}"
     );
-    let summary_tokens = (body["summary"].as_str().unwrap().len()
-        + body["uri"].as_str().unwrap().len())
-    .div_ceil(4) as u64;
-    assert_eq!(saved, tokens - summary_tokens);
+    // The summary names the pointer: it is all the caller keeps.
+    let summary = body["summary"].as_str().unwrap();
+    assert!(summary.contains(body["uri"].as_str().unwrap()));
+    assert_eq!(saved, tokens - o200k(summary));
     assert_eq!(body["chunks"], 100_000_u64.div_ceil(32 * 1024));
 }
 

@@ -5,3 +5,4 @@ pub mod big_upload;
 pub mod ingest;
 pub mod puts;
 pub mod slices;
+pub mod tokens;

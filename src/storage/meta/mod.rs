@@ -170,6 +170,8 @@ pub struct MemoryRecord {
     pub lines: u64,
     /// Token count of the content.
     pub tokens: u64,
+    /// How `tokens` was counted (`exact:o200k_base`, `estimate:bytes/4`).
+    pub token_method: String,
     /// Deterministic summary.
     pub summary: String,
     /// Creation time, Unix milliseconds.
@@ -191,6 +193,8 @@ pub struct NewMemory {
     pub fields: MemoryFields,
     /// Token count of the content.
     pub tokens: u64,
+    /// How `tokens` was counted.
+    pub token_method: String,
     /// Deterministic summary.
     pub summary: String,
     /// Time of the put, Unix milliseconds.

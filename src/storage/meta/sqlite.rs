@@ -27,7 +27,7 @@ use crate::storage::StorageError;
 
 /// Columns of a memory joined with its object, in the order [`memory_from_row`] reads.
 pub(super) const MEMORY_SELECT: &str = "SELECT m.namespace, m.id, m.type, m.subtype, m.mime, m.title, \
-     m.thread, m.checkpoint, m.directory, m.tokens, m.summary, m.created_at, m.updated_at, \
+     m.thread, m.checkpoint, m.directory, m.tokens, m.token_method, m.summary, m.created_at, m.updated_at, \
      m.last_accessed_at, m.access_count, o.bytes, o.stored_bytes, o.lines, \
      (SELECT json_group_array(tag) FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id) AS tags \
      FROM memories m JOIN objects o ON o.hash = m.id";
@@ -297,6 +297,7 @@ pub(super) fn memory_from_row(row: &SqliteRow) -> Result<MemoryRecord, StorageEr
         stored_bytes: to_u64(row.try_get("stored_bytes")?),
         lines: to_u64(row.try_get("lines")?),
         tokens: to_u64(row.try_get("tokens")?),
+        token_method: row.try_get("token_method")?,
         summary: row.try_get("summary")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,

@@ -56,7 +56,7 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, Stor
     let created = conn
         .prepare_cached(
             "INSERT INTO memories (namespace, id, type, subtype, mime, title, thread, checkpoint, directory, \
-             tokens, summary, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) \
+             tokens, summary, created_at, updated_at, token_method) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13) \
              ON CONFLICT (namespace, id) DO NOTHING",
         )?
         .execute(rusqlite::params![
@@ -72,6 +72,7 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, Stor
             to_i64(memory.tokens),
             memory.summary,
             memory.now,
+            memory.token_method,
         ])?
         == 1;
     if !created {
@@ -103,6 +104,7 @@ fn fresh_record(put: &NewMemory) -> MemoryRecord {
         stored_bytes: put.object.stored_bytes,
         lines: put.object.lines,
         tokens: put.tokens,
+        token_method: put.token_method.clone(),
         summary: put.summary.clone(),
         created_at: put.now,
         updated_at: put.now,
