@@ -9,6 +9,7 @@ pub mod ingest;
 pub mod ledger;
 pub mod memories;
 pub mod reader;
+pub mod redact;
 pub mod seekable;
 pub mod slicing;
 pub mod summary;
