@@ -60,7 +60,8 @@ impl App {
                 chunk_bytes: config.chunk_bytes,
             },
             access.clone(),
-        );
+        )
+        .with_redaction(config.redact);
         let state = AppState {
             memories: Arc::new(memories),
             ledger: Arc::new(Ledger::new(meta.clone())),

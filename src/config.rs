@@ -83,6 +83,10 @@ pub struct Config {
     /// Largest JSON request body in bytes.
     #[arg(long, env = "CAIRN_MAX_JSON_BYTES", default_value_t = 64 << 20)]
     pub max_json_bytes: usize,
+    /// Replace secrets (private keys, API tokens, JWTs, passwords) in content
+    /// before it is stored or summarized (`false` stores content as sent).
+    #[arg(long, env = "CAIRN_REDACT", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub redact: bool,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,

@@ -17,4 +17,5 @@ mod lines;
 mod listing;
 mod memories;
 mod openapi;
+mod redact;
 mod safety;

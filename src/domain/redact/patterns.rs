@@ -274,6 +274,7 @@ const PREFILTER_LITERALS: &[&str] = &[
     "AKIA",
     "ASIA",
     "gh",
+    "github_pat_",
     "glpat-",
     "xox",
     "hooks.slack",

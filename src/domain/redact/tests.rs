@@ -89,7 +89,7 @@ pub fn fakes(seed: u64) -> Vec<(Kind, String, String)> {
             format!("remote: https://github.com/o/r using {ghp} ok"),
             ghp.clone(),
         ),
-        (Kind::GithubToken, format!("GH_PAT {pat}"), pat),
+        (Kind::GithubToken, format!("using fine-grained {pat}"), pat),
         (Kind::GithubToken, format!("export GITHUB_TOKEN={ghp}"), ghp),
         (Kind::GitlabToken, format!("token {glpat} expired"), glpat),
         (
