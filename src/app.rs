@@ -82,7 +82,8 @@ impl App {
                 chunk_bytes: config.chunk_bytes,
             },
             access.clone(),
-        );
+        )
+        .with_redaction(config.redact);
         let (queue, summarizer) = match &config.summarizer_url {
             Some(url) => {
                 let (queue, summarizer) = summarizer::channel(SummarizerConfig {

@@ -124,6 +124,10 @@ pub struct Config {
     /// Memories waiting for an LLM summary at most; beyond, they are skipped.
     #[arg(long, env = "CAIRN_SUMMARIZER_QUEUE", default_value_t = 256)]
     pub summarizer_queue: usize,
+    /// Replace secrets (private keys, API tokens, JWTs, passwords) in content
+    /// before it is stored or summarized (`false` stores content as sent).
+    #[arg(long, env = "CAIRN_REDACT", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub redact: bool,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,

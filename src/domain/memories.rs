@@ -10,6 +10,7 @@ use super::fields::FieldsInput;
 use super::ids::{IdRef, MemoryId};
 use super::ingest::{self, IngestConfig};
 use super::reader::ObjectReader;
+use super::redact::{self, Redacting};
 use super::slicing::{self, Slice, SliceLimits};
 use super::summarizer::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
 use super::summary::{SUMMARY_CHARS, SummaryFacts};
@@ -30,6 +31,9 @@ pub struct Stored {
     pub deduplicated: bool,
     /// Tokens the caller saves by keeping the summary and pointer instead of the content.
     pub tokens_saved: u64,
+    /// Secrets replaced in the content before it was stored; `None` when the
+    /// content was not scanned (redaction off, or a binary media type).
+    pub redacted: Option<redact::Report>,
 }
 
 /// Memories over a metadata store and a blob store.
@@ -48,6 +52,8 @@ pub struct Memories {
     summary_chars: usize,
     /// Where new memories go for an LLM summary, when configured.
     summaries: Option<SummaryQueue>,
+    /// Whether put replaces secrets in text content (see [`Memories::with_redaction`]).
+    redact: bool,
 }
 
 impl Memories {
@@ -85,7 +91,15 @@ impl Memories {
             access,
             summary_chars: SUMMARY_CHARS,
             summaries: None,
+            redact: true,
         }
+    }
+
+    /// Turns secret redaction at put on (the default) or off.
+    #[must_use]
+    pub fn with_redaction(mut self, on: bool) -> Self {
+        self.redact = on;
+        self
     }
 
     /// Sets the summary cap and, if given, the queue for LLM summaries.
@@ -113,8 +127,16 @@ impl Memories {
         E: std::fmt::Display,
     {
         let fields = fields.validate()?;
-        let ingested =
-            ingest::ingest(body, self.blobs.as_ref(), self.meta.as_ref(), &self.ingest).await?;
+        // Ids are hashes of what is stored: of the redacted content.
+        let scan = self.redact && redact::scans_media_type(&fields.mime);
+        let mut body = Redacting::new(body, scan);
+        let ingested = ingest::ingest(
+            &mut body,
+            self.blobs.as_ref(),
+            self.meta.as_ref(),
+            &self.ingest,
+        )
+        .await?;
         tracing::Span::current().record("memory.id", ingested.id.as_str());
         let object = &ingested.object;
         let facts = SummaryFacts {
@@ -165,6 +187,7 @@ impl Memories {
             tokens_saved: outcome.record.tokens.saturating_sub(summary_tokens),
             record: outcome.record,
             deduplicated: !outcome.created,
+            redacted: body.enabled().then(|| body.report()),
         })
     }
 

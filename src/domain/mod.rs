@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod memories;
 pub mod pricing;
 pub mod reader;
+pub mod redact;
 pub mod seekable;
 pub mod slicing;
 pub mod summarizer;

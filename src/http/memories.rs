@@ -17,7 +17,7 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use super::views::{ListView, MemoryView, PutView};
+use super::views::{ListView, MemoryView, PutView, RedactedView};
 use crate::domain::fields::FieldsInput;
 use crate::domain::ids::IdRef;
 use crate::domain::ledger::SavingSource;
@@ -148,6 +148,7 @@ pub async fn put(
     record_put(&state, &caller.namespace, &stored).await;
     let location = format!("/v1/memories/{}", stored.record.id);
     let view = PutView {
+        redacted: RedactedView::new(stored.redacted.as_ref()),
         memory: MemoryView::new(stored.record, state.memories.limits()),
         deduplicated: stored.deduplicated,
         tokens_saved: stored.tokens_saved,

@@ -95,6 +95,38 @@ pub struct PutView {
     pub deduplicated: bool,
     /// Tokens saved by keeping the summary and pointer instead of the content.
     pub tokens_saved: u64,
+    /// Secrets replaced by `[REDACTED:<kind>]` before the content was stored.
+    pub redacted: RedactedView,
+}
+
+/// What redaction replaced in a put's content.
+#[derive(Serialize, ToSchema)]
+pub struct RedactedView {
+    /// Secrets replaced.
+    pub total: u64,
+    /// Secrets replaced, by kind (`private_key`, `aws_access_key_id`, `github_token`, `jwt`, `url_password`, `generic_secret`, ...).
+    pub kinds: std::collections::BTreeMap<String, u64>,
+    /// False when the content was not scanned: redaction is off (`CAIRN_REDACT=false`)
+    /// or the media type is binary (image/*, audio/*, video/*, application/octet-stream, archives, PDF).
+    pub scanned: bool,
+}
+
+impl RedactedView {
+    /// The view of a put's redaction report (`None`: not scanned).
+    pub fn new(report: Option<&crate::domain::redact::Report>) -> Self {
+        Self {
+            total: report.map_or(0, |r| r.total),
+            kinds: report
+                .map(|r| {
+                    r.kinds
+                        .iter()
+                        .map(|(kind, n)| (kind.as_str().to_owned(), *n))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            scanned: report.is_some(),
+        }
+    }
 }
 
 /// A page of memories.

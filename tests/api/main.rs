@@ -17,6 +17,7 @@ mod lines;
 mod listing;
 mod memories;
 mod openapi;
+mod redact;
 mod safety;
 mod stats;
 mod usage;

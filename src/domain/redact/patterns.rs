@@ -1,0 +1,416 @@
+//! What a secret looks like: the kinds, one combined regex over a line, the
+//! literal prefilter that lets lines without candidates through untouched,
+//! and the markers of private-key blocks.
+
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+use regex::bytes::{Captures, Regex};
+
+/// A kind of secret; its name appears in the marker `[REDACTED:<name>]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// A PEM private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8, PGP).
+    PrivateKey,
+    /// AWS access key id (`AKIA…`, `ASIA…`).
+    AwsAccessKeyId,
+    /// AWS secret access key, in an `aws_secret_access_key`-style assignment.
+    AwsSecretAccessKey,
+    /// GitHub token (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`).
+    GithubToken,
+    /// GitLab personal access token (`glpat-`).
+    GitlabToken,
+    /// Slack token (`xoxb-`, `xoxp-`, …).
+    SlackToken,
+    /// The secret path of a Slack webhook URL.
+    SlackWebhook,
+    /// Stripe live key (`sk_live_`, `rk_live_`).
+    StripeKey,
+    /// Anthropic API key (`sk-ant-`).
+    AnthropicKey,
+    /// OpenAI API key (`sk-…`, `sk-proj-…`).
+    OpenaiKey,
+    /// Google API key (`AIza…`).
+    GoogleApiKey,
+    /// JSON Web Token.
+    Jwt,
+    /// The password of a `scheme://user:password@host` URL.
+    UrlPassword,
+    /// The credentials of an `Authorization:` header.
+    Authorization,
+    /// A `Bearer <token>` credential.
+    BearerToken,
+    /// The value of a `password=`/`secret:`/`api_key=`-style assignment.
+    GenericSecret,
+}
+
+impl Kind {
+    /// Every kind, in order.
+    pub const ALL: [Kind; 16] = [
+        Kind::PrivateKey,
+        Kind::AwsAccessKeyId,
+        Kind::AwsSecretAccessKey,
+        Kind::GithubToken,
+        Kind::GitlabToken,
+        Kind::SlackToken,
+        Kind::SlackWebhook,
+        Kind::StripeKey,
+        Kind::AnthropicKey,
+        Kind::OpenaiKey,
+        Kind::GoogleApiKey,
+        Kind::Jwt,
+        Kind::UrlPassword,
+        Kind::Authorization,
+        Kind::BearerToken,
+        Kind::GenericSecret,
+    ];
+
+    /// The name used in markers and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::PrivateKey => "private_key",
+            Kind::AwsAccessKeyId => "aws_access_key_id",
+            Kind::AwsSecretAccessKey => "aws_secret_access_key",
+            Kind::GithubToken => "github_token",
+            Kind::GitlabToken => "gitlab_token",
+            Kind::SlackToken => "slack_token",
+            Kind::SlackWebhook => "slack_webhook",
+            Kind::StripeKey => "stripe_key",
+            Kind::AnthropicKey => "anthropic_key",
+            Kind::OpenaiKey => "openai_key",
+            Kind::GoogleApiKey => "google_api_key",
+            Kind::Jwt => "jwt",
+            Kind::UrlPassword => "url_password",
+            Kind::Authorization => "authorization",
+            Kind::BearerToken => "bearer_token",
+            Kind::GenericSecret => "generic_secret",
+        }
+    }
+
+    /// The text that replaces a secret of this kind.
+    pub fn marker(self) -> String {
+        format!("[REDACTED:{}]", self.as_str())
+    }
+}
+
+/// One alternative of the line regex: its kind, whether it recognises a token
+/// by its own shape (then a value of a generic rule that is such a token is
+/// reported as this kind), and its pattern, in which the group `(?P<s>…)`
+/// marks the part to replace.
+struct Rule {
+    kind: Kind,
+    specific: bool,
+    pattern: &'static str,
+}
+
+/// Key names whose assigned value is taken for a secret: a key that *ends*
+/// with one of these words (`DB_PASSWORD`, `client_secret`, `x-api-key`,
+/// `GITHUB_TOKEN`), but not `password_hint`, `max_tokens` or `secret_name`.
+const KEY: &str = r#"(?i:[a-z0-9_.-]*(?:passw(?:or)?d|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?))["']?"#;
+
+/// Characters of an unquoted assigned value.
+const VALUE: &str = r#"[^\s"'`,;&<>(){}\[\]=][^\s"'`,;&<>(){}\[\]]{2,}"#;
+
+/// The alternatives, earliest first when two start at the same place.
+static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    let rule = |kind, specific, pattern: String| (kind, specific, pattern);
+    let rules = [
+        rule(Kind::AwsAccessKeyId, true, r"\b(?P<s>(?:AKIA|ASIA)[A-Z0-9]{16})\b".into()),
+        rule(Kind::GithubToken, true, r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,})\b".into()),
+        rule(Kind::GithubToken, true, r"\b(?P<s>github_pat_[A-Za-z0-9_]{22,})\b".into()),
+        rule(Kind::GitlabToken, true, r"\b(?P<s>glpat-[A-Za-z0-9_-]{20,})".into()),
+        rule(Kind::SlackToken, true, r"\b(?P<s>xox[abeoprs]-[A-Za-z0-9-]{10,})".into()),
+        rule(
+            Kind::SlackWebhook,
+            false,
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/-]{16,})".into(),
+        ),
+        rule(Kind::StripeKey, true, r"\b(?P<s>(?:sk|rk)_live_[A-Za-z0-9]{16,})".into()),
+        rule(Kind::AnthropicKey, true, r"\b(?P<s>sk-ant-[A-Za-z0-9_-]{20,})".into()),
+        rule(
+            Kind::OpenaiKey,
+            true,
+            r"\b(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})".into(),
+        ),
+        rule(Kind::GoogleApiKey, true, r"\b(?P<s>AIza[0-9A-Za-z_-]{35})".into()),
+        rule(
+            Kind::Jwt,
+            true,
+            r"\b(?P<s>eyJ[A-Za-z0-9_-]{8,}\.ey[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)".into(),
+        ),
+        rule(
+            Kind::AwsSecretAccessKey,
+            false,
+            r#"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)["']?\s{0,8}(?::=|=>|=|:)\s{0,8}["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#.into(),
+        ),
+        rule(
+            Kind::UrlPassword,
+            false,
+            r#"\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^:/?#@\s"'<>]+:(?P<s>[^@/?#\s"'<>]+)@"#.into(),
+        ),
+        rule(
+            Kind::Authorization,
+            false,
+            r#"(?i:\b(?:proxy-)?authorization)["']?\s{0,8}[:=]\s{0,8}["']?(?i:(?:bearer|basic|token|digest)\s+)?(?P<s>[A-Za-z0-9._~+/-]{8,}=*)"#.into(),
+        ),
+        rule(
+            Kind::BearerToken,
+            false,
+            r"(?i:\bbearer)\s+(?P<s>[A-Za-z0-9._~+/-]{16,}=*)".into(),
+        ),
+        rule(
+            Kind::GenericSecret,
+            false,
+            format!(r#"{KEY}\s{{0,8}}(?::=|=>|=|:)\s{{0,8}}"(?P<s>[^"\r\n]{{3,}})""#),
+        ),
+        rule(
+            Kind::GenericSecret,
+            false,
+            format!(r#"{KEY}\s{{0,8}}(?::=|=>|=|:)\s{{0,8}}'(?P<s>[^'\r\n]{{3,}})'"#),
+        ),
+        rule(
+            Kind::GenericSecret,
+            false,
+            format!(r"{KEY}[ \t]{{0,8}}(?::=|=>|=)[ \t]{{0,8}}(?P<s>{VALUE})"),
+        ),
+        // After a colon only a value that ends the line (or a field) counts:
+        // `password: hunter22` does, `password: click the link below` does not.
+        rule(
+            Kind::GenericSecret,
+            false,
+            format!(r"{KEY}[ \t]{{0,8}}:[ \t]{{0,8}}(?P<s>{VALUE})[ \t]*(?:[,;}}\]]|\r?\n|$)"),
+        ),
+        rule(
+            Kind::GenericSecret,
+            false,
+            r"(?i:--[a-z0-9-]*(?:password|passwd|token|secret|api-key))[ \t]+(?P<s>[^\s\x22'-][^\s\x22']{2,})".to_owned(),
+        ),
+    ];
+    rules
+        .into_iter()
+        .map(|(kind, specific, pattern)| Rule {
+            kind,
+            specific,
+            pattern: Box::leak(pattern.into_boxed_str()),
+        })
+        .collect()
+});
+
+/// A regex of alternatives, and the kind and group of each.
+pub(super) struct Alternatives {
+    regex: Regex,
+    /// (kind, whether specific) of alternative `i`, whose secret is group `s{i}`.
+    kinds: Vec<(Kind, bool)>,
+    groups: Vec<usize>,
+}
+
+impl Alternatives {
+    fn build(rules: &[&Rule], anchored: bool) -> Self {
+        let body = rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| format!("(?:{})", r.pattern.replace("(?P<s>", &format!("(?P<s{i}>"))))
+            .collect::<Vec<_>>()
+            .join("|");
+        let pattern = if anchored {
+            format!(r"(?-u)\A(?:{body})\z")
+        } else {
+            format!("(?-u)(?:{body})")
+        };
+        #[allow(clippy::expect_used)] // the patterns are constants; a test builds them
+        let regex = regex::bytes::RegexBuilder::new(&pattern)
+            .size_limit(64 << 20)
+            .build()
+            .expect("secret patterns compile");
+        let groups = (0..rules.len())
+            .map(|i| {
+                regex
+                    .capture_names()
+                    .position(|n| n == Some(&format!("s{i}")))
+                    .unwrap_or(0)
+            })
+            .collect();
+        Self {
+            regex,
+            kinds: rules.iter().map(|r| (r.kind, r.specific)).collect(),
+            groups,
+        }
+    }
+
+    /// The regex.
+    pub(super) fn regex(&self) -> &Regex {
+        &self.regex
+    }
+
+    /// Which alternative matched: its kind, whether it is specific, and the secret's span.
+    pub(super) fn which(
+        &self,
+        caps: &Captures<'_>,
+    ) -> Option<(Kind, bool, std::ops::Range<usize>)> {
+        self.groups.iter().enumerate().find_map(|(i, &g)| {
+            caps.get(g)
+                .map(|m| (self.kinds[i].0, self.kinds[i].1, m.range()))
+        })
+    }
+}
+
+/// The line regex: every rule.
+pub(super) static LINE: LazyLock<Alternatives> =
+    LazyLock::new(|| Alternatives::build(&RULES.iter().collect::<Vec<_>>(), false));
+
+/// The specific rules, anchored: which token a generic value is, if any.
+static SPECIFIC: LazyLock<Alternatives> = LazyLock::new(|| {
+    Alternatives::build(
+        &RULES.iter().filter(|r| r.specific).collect::<Vec<_>>(),
+        true,
+    )
+});
+
+/// Literals one of which every secret (or its key name) contains; a line
+/// holding none of them cannot hold a secret. Key words come in three cases
+/// (`pass`, `Pass`, `PASS`): a case-sensitive search is several times faster,
+/// and keys in odd mixed case (`pAsSwOrD`) are not worth it.
+const PREFILTER_LITERALS: &[&str] = &[
+    "AKIA",
+    "ASIA",
+    "gh",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "hooks.slack",
+    "_live_",
+    "sk-",
+    "AIza",
+    "eyJ",
+    "://",
+    "-----BEGIN",
+    "pass",
+    "Pass",
+    "PASS",
+    "secret",
+    "Secret",
+    "SECRET",
+    "token",
+    "Token",
+    "TOKEN",
+    "key",
+    "Key",
+    "KEY",
+    "credential",
+    "Credential",
+    "CREDENTIAL",
+    "auth",
+    "Auth",
+    "AUTH",
+    "bearer",
+    "Bearer",
+    "BEARER",
+];
+
+/// The prefilter over [`PREFILTER_LITERALS`].
+pub(super) static PREFILTER: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // constant literals; a test builds them
+    AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+        .build(PREFILTER_LITERALS)
+        .expect("prefilter literals build")
+});
+
+/// Start of a private key block.
+pub(super) static PEM_BEGIN: LazyLock<Regex> = LazyLock::new(|| pem_marker("BEGIN"));
+/// End of a private key block.
+pub(super) static PEM_END: LazyLock<Regex> = LazyLock::new(|| pem_marker("END"));
+
+fn pem_marker(which: &str) -> Regex {
+    #[allow(clippy::expect_used)] // constant pattern; a test builds it
+    Regex::new(&format!(
+        r"(?-u)-----{which} [A-Z0-9 ]{{0,40}}PRIVATE KEY(?: BLOCK)?-----"
+    ))
+    .expect("PEM marker pattern compiles")
+}
+
+/// Bytes that may follow a BEGIN marker on its own line as part of the key:
+/// base64, the escapes of a JSON string (`\n`), headers (`Proc-Type: 4,ENCRYPTED`)
+/// and the END marker itself.
+pub(super) fn is_pem_run_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"+/=\\ \t\r:,-".contains(&b)
+}
+
+/// A line inside a multi-line key block: base64, blank, or a header.
+pub(super) fn is_pem_body_line(line: &[u8]) -> bool {
+    let line = line.trim_ascii();
+    line.iter()
+        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b))
+        || line.starts_with(b"Proc-Type:")
+        || line.starts_with(b"DEK-Info:")
+        || line.starts_with(b"Comment:")
+}
+
+/// The kind to report for a matched secret, or `None` when the match is not
+/// taken for one (a placeholder, an already redacted value, a slug).
+pub(super) fn accept(kind: Kind, specific: bool, secret: &[u8]) -> Option<Kind> {
+    if is_placeholder(secret) {
+        return None;
+    }
+    if kind == Kind::OpenaiKey && !mixed(secret.get(3..).unwrap_or_default()) {
+        return None;
+    }
+    if specific {
+        return Some(kind);
+    }
+    // A generic value that is a known token is reported as that token.
+    match SPECIFIC.regex().captures(secret) {
+        Some(caps) => match SPECIFIC.which(&caps) {
+            Some((found, _, _)) => accept(found, true, secret).or(Some(kind)),
+            None => Some(kind),
+        },
+        None => Some(kind),
+    }
+}
+
+/// True when `s` has upper- and lower-case letters and digits (real keys do, slugs rarely).
+fn mixed(s: &[u8]) -> bool {
+    s.iter().any(u8::is_ascii_uppercase)
+        && s.iter().any(u8::is_ascii_lowercase)
+        && s.iter().any(u8::is_ascii_digit)
+}
+
+/// Values that stand for a secret rather than being one.
+fn is_placeholder(value: &[u8]) -> bool {
+    const WORDS: &[&str] = &[
+        "null",
+        "nil",
+        "none",
+        "true",
+        "false",
+        "undefined",
+        "redacted",
+        "hidden",
+        "masked",
+        "empty",
+        "string",
+        "required",
+        "optional",
+        "password",
+        "secret",
+        "token",
+        "example",
+        "changeme",
+        "your_password",
+        "your-password",
+        "<password>",
+    ];
+    let trimmed = value.trim_ascii();
+    if trimmed.is_empty()
+        || trimmed.starts_with(b"[REDACTED")
+        || [b'$', b'<', b'%', b'{', b'*', b'('].contains(&trimmed[0])
+    {
+        return true;
+    }
+    if trimmed.iter().all(|b| *b == trimmed[0]) {
+        return true; // xxxxxxxx, ********, ........
+    }
+    WORDS
+        .iter()
+        .any(|w| trimmed.eq_ignore_ascii_case(w.as_bytes()))
+}
