@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 
 use crate::config::Config;
 use crate::domain::access::AccessRecorder;
+use crate::domain::compress::Compressor;
 use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::Ledger;
 use crate::domain::memories::Memories;
@@ -36,6 +37,7 @@ impl App {
         std::fs::create_dir_all(&config.data_dir).with_context(|| {
             format!("cannot create data directory {}", config.data_dir.display())
         })?;
+        let governor = config.governor().map_err(anyhow::Error::msg)?;
         let meta: Arc<dyn MetaStore> = open_meta(&config.database_url()).await?;
         let blobs: Arc<dyn BlobStore> = open_blobs(config)?;
         let access = Arc::new(AccessRecorder::default());
@@ -61,8 +63,11 @@ impl App {
             },
             access.clone(),
         );
+        let memories = Arc::new(memories);
         let state = AppState {
-            memories: Arc::new(memories),
+            compressor: Arc::new(Compressor::new(memories.clone())),
+            governor: Arc::new(governor),
+            memories,
             ledger: Arc::new(Ledger::new(meta.clone())),
             meta,
             blobs,

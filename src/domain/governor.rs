@@ -7,7 +7,11 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::compress::{Policy, Strategy};
+use serde_json::Value;
+
+use super::DomainError;
+use super::compress::{Compressor, Input, Options, Outcome, Policy, Strategy};
+use super::ledger::Ledger;
 
 /// Offload threshold of the `warn` tier's compression (characters).
 pub const WARN_THRESHOLD_CHARS: usize = 6000;
@@ -198,6 +202,122 @@ impl GovernorConfig {
         }
         (self.global, "global")
     }
+}
+
+/// What the governor is asked about: a message list or a token count.
+#[derive(Debug)]
+pub enum Subject {
+    /// Messages to count (and compress when applying).
+    Messages(Input),
+    /// A count the client already has.
+    Tokens(u64),
+}
+
+/// A governor decision.
+#[derive(Debug)]
+pub struct Decision {
+    /// Context tokens (calibrated when estimated).
+    pub tokens: u64,
+    /// How they were counted.
+    pub method: String,
+    /// The tier.
+    pub tier: Tier,
+    /// The limits in force.
+    pub limits: Limits,
+    /// Where the limits come from: `namespace`, `model` or `global`.
+    pub limits_from: &'static str,
+    /// Tokens once compressed as the tier demands (the count itself when it demands nothing).
+    pub tokens_after_compression: u64,
+    /// The compression, when the tier demands one and messages were given
+    /// (stored only when applying).
+    pub compressed: Option<Outcome>,
+    /// The messages as given (normal tier, or nothing to compress).
+    pub unchanged: Option<(Vec<Value>, Option<Value>)>,
+}
+
+/// A question to the governor.
+#[derive(Debug)]
+pub struct Question {
+    /// Messages or a token count.
+    pub subject: Subject,
+    /// Strategy to use instead of the tier's own compression.
+    pub strategy: Option<Strategy>,
+    /// Parameters of that compression.
+    pub options: Options,
+    /// Store and return the compressed messages (else a dry run).
+    pub apply: bool,
+}
+
+/// Counts, finds the tier and compresses as it demands: for real with
+/// `apply`, as a dry run (nothing stored) otherwise.
+pub async fn decide(
+    compressor: &Compressor,
+    ledger: &Ledger,
+    config: &GovernorConfig,
+    namespace: &str,
+    question: Question,
+) -> Result<Decision, DomainError> {
+    let Question {
+        subject,
+        strategy,
+        options,
+        apply,
+    } = question;
+    let model = match &subject {
+        Subject::Messages(input) => input.model.clone(),
+        Subject::Tokens(_) => None,
+    };
+    let (limits, limits_from) = config.limits(namespace, model.as_deref());
+    let input = match subject {
+        Subject::Tokens(tokens) => {
+            let tier = Tier::of(tokens, limits);
+            return Ok(Decision {
+                tokens,
+                method: "reported".to_owned(),
+                tier,
+                limits,
+                limits_from,
+                tokens_after_compression: tokens,
+                compressed: None,
+                unchanged: None,
+            });
+        }
+        Subject::Messages(input) => input,
+    };
+    let (input, raw, counter) = compressor.count(input).await?;
+    let counted = ledger
+        .calibrate(namespace, model.as_deref(), counter, raw)
+        .await;
+    let tier = Tier::of(counted.tokens, limits);
+    let mut decision = Decision {
+        tokens: counted.tokens,
+        method: counted.method,
+        tier,
+        limits,
+        limits_from,
+        tokens_after_compression: counted.tokens,
+        compressed: None,
+        unchanged: None,
+    };
+    match tier.policy(strategy) {
+        None => decision.unchanged = Some((input.messages, input.system)),
+        Some(policy) => {
+            let outcome = compressor
+                .compress(namespace, input, policy, options, !apply)
+                .await?;
+            let after = ledger
+                .calibrate(
+                    namespace,
+                    model.as_deref(),
+                    outcome.counter,
+                    outcome.tokens_after,
+                )
+                .await;
+            decision.tokens_after_compression = after.tokens;
+            decision.compressed = Some(outcome);
+        }
+    }
+    Ok(decision)
 }
 
 #[cfg(test)]

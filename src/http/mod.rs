@@ -14,16 +14,21 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
+use crate::domain::compress::Compressor;
+use crate::domain::governor::GovernorConfig;
 use crate::domain::ledger::Ledger;
 use crate::domain::memories::Memories;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::MetaStore;
 
 pub mod auth;
+mod compress;
 mod content;
 pub mod error;
 mod extract;
+mod governor;
 mod health;
+mod json_body;
 mod memories;
 pub mod openapi;
 mod panic;
@@ -52,6 +57,10 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// HTTP limits.
     pub config: Arc<HttpConfig>,
+    /// Message-list compression (`/v1/compress`, `/v1/governor`).
+    pub compressor: Arc<Compressor>,
+    /// Governor limits (global, per model, per namespace).
+    pub governor: Arc<GovernorConfig>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -66,6 +75,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(slices::bytes))
         .routes(routes!(slices::chunk))
         .routes(routes!(slices::fetch))
+        .routes(routes!(compress::compress))
+        .routes(routes!(governor::governor))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

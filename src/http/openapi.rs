@@ -15,6 +15,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
     tags(
         (name = "memories", description = "Store, list, describe and delete memories"),
         (name = "slices", description = "Read exact parts of a memory: lines, bytes, chunks, pointers, whole content"),
+        (name = "context", description = "Keep an agent's context small: compress message lists, govern by token tiers"),
         (name = "health", description = "Liveness and readiness"),
     ),
     modifiers(&BearerAuth)

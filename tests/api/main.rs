@@ -7,9 +7,11 @@ mod helpers;
 
 mod auth;
 mod bytes;
+mod compress;
 mod content;
 mod errors;
 mod fetch;
+mod governor;
 mod health;
 mod ids;
 mod integrity;

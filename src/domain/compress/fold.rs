@@ -14,7 +14,9 @@ use super::{Context, marker};
 /// no marker could be shorter.
 const MIN_RUN_CHARS: usize = 400;
 
-/// Contiguous runs of the units flagged in `fold_unit`, long enough to fold.
+/// Contiguous runs of the units flagged in `fold_unit`, long enough to fold
+/// and holding more than markers (a run of markers alone stays, which keeps
+/// compressing twice a no-op).
 pub fn runs(ctx: &Context<'_>, fold_unit: &[bool]) -> Vec<Range<usize>> {
     let mut runs: Vec<Range<usize>> = Vec::new();
     for (unit, fold) in ctx.units.iter().zip(fold_unit) {
@@ -26,7 +28,11 @@ pub fn runs(ctx: &Context<'_>, fold_unit: &[bool]) -> Vec<Range<usize>> {
             _ => runs.push(unit.clone()),
         }
     }
-    runs.retain(|run| transcript(&ctx.messages[run.clone()]).len() >= MIN_RUN_CHARS);
+    runs.retain(|run| {
+        let messages = &ctx.messages[run.clone()];
+        !messages.iter().all(format::is_marker_message)
+            && transcript(messages).len() >= MIN_RUN_CHARS
+    });
     runs
 }
 

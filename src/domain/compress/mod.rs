@@ -285,7 +285,9 @@ impl<'a> Context<'a> {
         chars > self.options.summary_chars + MARKER_ALLOWANCE
     }
 
-    /// A unit no strategy may fold: frozen, a system prompt, a marker, or left alone.
+    /// A unit no strategy may fold: frozen, a system prompt, or left alone.
+    /// (Markers may be folded with other messages: the transcript keeps
+    /// them as they are, and [`fold::runs`] never folds markers alone.)
     fn must_keep(&self, unit: &Range<usize>) -> bool {
         unit.start < self.frozen
             || self.messages[unit.clone()].iter().any(|m| {
@@ -296,7 +298,6 @@ impl<'a> Context<'a> {
                     "tool"
                 };
                 matches!(role, "system" | "developer")
-                    || format::is_marker_message(m)
                     || self
                         .options
                         .leave_roles
@@ -446,6 +447,26 @@ async fn spawn_blocking<T: Send + 'static>(
             e.to_string(),
         )))
     })
+}
+
+impl Compressor {
+    /// Detects, validates and counts `input` (handed back) without compressing it.
+    pub async fn count(&self, input: Input) -> Result<(Input, u64, Counter), DomainError> {
+        spawn_blocking(move || {
+            let format = format::detect(
+                &input.messages,
+                input.system.as_ref(),
+                input.format.as_deref(),
+                input.model.as_deref(),
+            )?;
+            format::validate(format, &input.messages, input.system.as_ref())?;
+            pairs::check(format, &input.messages, false)?;
+            let counter = Counter::for_model(input.model.as_deref());
+            let tokens = count::count_messages(&counter, &input.messages, input.system.as_ref());
+            Ok((input, tokens, counter))
+        })
+        .await?
+    }
 }
 
 /// A validated list with its selection, before storing.
