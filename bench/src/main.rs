@@ -85,6 +85,46 @@ pub struct Cli {
     /// Skip the put measure.
     #[arg(long)]
     pub skip_puts: bool,
+    /// Skip the compress measure.
+    #[arg(long)]
+    pub skip_compress: bool,
+    /// Run this measure alone; its figures go to their own section of the
+    /// report file (replacing that section from an earlier run) instead of
+    /// rewriting the whole file.
+    #[arg(long, value_enum)]
+    pub only: Option<Measure>,
+    /// Repeat calls of the compress measure (after its first call).
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u16).range(1..))]
+    pub compress_repeats: u16,
+}
+
+/// A measure, for `--only`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Measure {
+    /// Ingest speed against zstd.
+    Ingest,
+    /// Memory during a 1 GiB streamed upload.
+    Big,
+    /// Slice latency.
+    Slices,
+    /// Durable small puts.
+    Puts,
+    /// `POST /v1/compress` latency.
+    Compress,
+}
+
+impl Cli {
+    /// Whether `measure` runs (not skipped, and `--only` names it if given).
+    pub fn runs(&self, measure: Measure) -> bool {
+        let skipped = match measure {
+            Measure::Ingest => self.skip_ingest,
+            Measure::Big => self.skip_big,
+            Measure::Slices => self.skip_slices,
+            Measure::Puts => self.skip_puts,
+            Measure::Compress => self.skip_compress,
+        };
+        !skipped && self.only.is_none_or(|only| only == measure)
+    }
 }
 
 /// The sizes in force, after `--quick` and explicit options.
@@ -175,6 +215,10 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
             .report
             .clone()
             .unwrap_or_else(|| workspace().join("bench/REPORT.md"));
+        let text = match cli.only {
+            Some(only) => report::with_section(&path, only, &text),
+            None => text,
+        };
         std::fs::write(&path, &text)
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
         eprintln!("report written to {}", path.display());
