@@ -240,6 +240,8 @@ pub struct Decision {
 pub struct Question {
     /// Messages or a token count.
     pub subject: Subject,
+    /// The model: picks the counter and the model's limits.
+    pub model: Option<String>,
     /// Strategy to use instead of the tier's own compression.
     pub strategy: Option<Strategy>,
     /// Parameters of that compression.
@@ -259,14 +261,11 @@ pub async fn decide(
 ) -> Result<Decision, DomainError> {
     let Question {
         subject,
+        model,
         strategy,
         options,
         apply,
     } = question;
-    let model = match &subject {
-        Subject::Messages(input) => input.model.clone(),
-        Subject::Tokens(_) => None,
-    };
     let (limits, limits_from) = config.limits(namespace, model.as_deref());
     let input = match subject {
         Subject::Tokens(tokens) => {

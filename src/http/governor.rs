@@ -135,6 +135,7 @@ pub async fn governor(
     };
     let question = Question {
         subject,
+        model: body.model.clone(),
         strategy: body.strategy.as_deref().map(Strategy::parse).transpose()?,
         options: options(
             None,

@@ -31,6 +31,7 @@ pub(super) fn apply(
         tokens_before,
         ..
     } = prepared;
+    let system = system.map(Arc::unwrap_or_clone);
     let ctx = Context::new(format, &messages, options);
     let mut edits: HashMap<usize, Vec<(TextAt, String)>> = HashMap::new();
     let mut runs: HashMap<usize, (usize, Vec<Value>)> = HashMap::new();

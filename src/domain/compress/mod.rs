@@ -431,10 +431,20 @@ impl Compressor {
         let plan_options = options.clone();
         let mut prepared = spawn_blocking(move || prepare(input, policy, &plan_options)).await??;
         let jobs = std::mem::take(&mut prepared.jobs);
-        let refs = self
+        // Counting the input (BPE over every text) overlaps with the puts.
+        let (messages, system, counter) = (
+            prepared.messages.clone(),
+            prepared.system.clone(),
+            prepared.counter,
+        );
+        let counting =
+            spawn_blocking(move || count::count_messages(&counter, &messages, system.as_deref()));
+        let storing = self
             .offloader
-            .store(namespace, jobs, thread.as_deref(), dry_run)
-            .await?;
+            .store(namespace, jobs, thread.as_deref(), dry_run);
+        let (tokens_before, refs) = tokio::join!(counting, storing);
+        prepared.tokens_before = tokens_before?;
+        let refs = refs?;
         spawn_blocking(move || apply::apply(prepared, &refs, &options, policy)).await?
     }
 }
@@ -472,11 +482,12 @@ impl Compressor {
 /// A validated list with its selection, before storing.
 struct Prepared {
     format: Format,
-    messages: Vec<Value>,
-    system: Option<Value>,
+    messages: Arc<Vec<Value>>,
+    system: Option<Arc<Value>>,
     counter: Counter,
     selection: Selection,
     jobs: Vec<Job>,
+    /// Counted while the pieces are stored.
     tokens_before: u64,
 }
 
@@ -490,7 +501,6 @@ fn prepare(input: Input, policy: Policy, options: &Options) -> Result<Prepared, 
     format::validate(format, &input.messages, input.system.as_ref())?;
     pairs::check(format, &input.messages, false)?;
     let counter = Counter::for_model(input.model.as_deref());
-    let tokens_before = count::count_messages(&counter, &input.messages, input.system.as_ref());
     let ctx = Context::new(format, &input.messages, options);
     let selection = ctx.select(policy);
     let jobs = ctx.jobs(&selection);
@@ -499,8 +509,8 @@ fn prepare(input: Input, policy: Policy, options: &Options) -> Result<Prepared, 
         counter,
         selection,
         jobs,
-        tokens_before,
-        messages: input.messages,
-        system: input.system,
+        tokens_before: 0,
+        messages: Arc::new(input.messages),
+        system: input.system.map(Arc::new),
     })
 }
