@@ -15,7 +15,20 @@ pub fn is_marker(text: &str) -> bool {
 }
 
 /// A marker: `what` (e.g. `offloaded tool_output pytest`), the pointer, sizes, and a summary.
+/// `what` may hold client-given names (tools, roles): brackets and control
+/// characters become `_` and it is cut to 120 characters, so the first line
+/// always stays a marker.
 pub fn render(what: &str, id: &str, lines: u64, tokens: u64, summary: &str) -> String {
+    let what: String = clip(what, 120)
+        .chars()
+        .map(|c| {
+            if c.is_control() || c == '[' || c == ']' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
     let mut text = format!("{PREFIX}{what} · mem://{id} · {lines} lines, {tokens} tokens]");
     if !summary.is_empty() {
         text.push('\n');
@@ -45,6 +58,13 @@ mod tests {
         ));
         assert!(!is_marker("[cairn: not a pointer]"));
         assert!(!is_marker("see mem://ab12"));
+        assert!(is_marker(&render(
+            "offloaded tool_output a]\nb",
+            "ab12",
+            1,
+            1,
+            ""
+        )));
     }
 
     #[test]
