@@ -47,13 +47,13 @@ mod tests {
         let ctx = Context::new(Format::OpenAi, &messages, &options);
         // The last 2 messages start inside the call at 3..6: the whole call stays.
         assert_eq!(ctx.window_start(2), 3);
-        assert_eq!(select(&ctx, 2), [1..3]);
+        assert_eq!(select(&ctx, 2), vec![std::ops::Range { start: 1, end: 3 }]);
         // System prompts are never folded; a prefix is never edited.
         let options = Options {
             preserve_prefix: 2,
             ..Options::default()
         };
         let ctx = Context::new(Format::OpenAi, &messages, &options);
-        assert_eq!(select(&ctx, 2), [2..3]);
+        assert_eq!(select(&ctx, 2), vec![std::ops::Range { start: 2, end: 3 }]);
     }
 }
