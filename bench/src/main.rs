@@ -240,8 +240,13 @@ fn describe_run(report: &mut Report, cli: &Cli, scale: &Scale) {
             args.join(" ")
         ),
     );
-    report.fact(
-        "Scale",
+    let scale_text = if cli.only == Some(Measure::Compress) {
+        format!(
+            "a {}-message transcript compressed once, then {} more times",
+            crate::measure::compress::MESSAGES,
+            cli.compress_repeats
+        )
+    } else {
         format!(
             "ingest file {}, big upload {}, {} slices (+{} warm-up), {} s of puts{}",
             judge::mib(scale.ingest_bytes),
@@ -250,8 +255,9 @@ fn describe_run(report: &mut Report, cli: &Cli, scale: &Scale) {
             cli.slice_warmup,
             scale.put_duration.as_secs(),
             if cli.quick { " (--quick)" } else { "" }
-        ),
-    );
+        )
+    };
+    report.fact("Scale", scale_text);
     if let Some(revision) = report::git_revision(&workspace()) {
         report.fact("Code", format!("git {revision}"));
     }

@@ -14,8 +14,9 @@ use crate::generate::TextGenerator;
 pub const MESSAGES: usize = 100;
 /// Tool calls in it (each with its result): 2 × 32 of the 100 messages.
 const TOOL_CALLS: usize = 32;
-/// Bytes of each tool result (together about 200k o200k tokens).
-const RESULT_BYTES: usize = 24 << 10;
+/// Bytes of each tool result: this log-like text runs ~2.9 bytes a token,
+/// so the transcript comes to about 200k o200k tokens.
+const RESULT_BYTES: usize = 18 << 10;
 
 /// What the compress measure found.
 #[derive(Debug)]
