@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 
 use crate::config::Config;
 use crate::domain::access::AccessRecorder;
+use crate::domain::compress::Compressor;
 use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
@@ -51,6 +52,7 @@ impl App {
             )
             .map_err(|e| anyhow::anyhow!("budgets: {e}"))?,
         };
+        let governor = config.governor().map_err(anyhow::Error::msg)?;
         let meta: Arc<dyn MetaStore> = open_meta(&config.database_url()).await?;
         let ledger = Arc::new(
             Ledger::open(meta.clone(), ledger_config, Arc::new(SystemClock))
@@ -101,6 +103,8 @@ impl App {
         let memories = Arc::new(memories.with_summaries(config.summary_chars, queue));
         let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
         let state = AppState {
+            compressor: Arc::new(Compressor::new(memories.clone())),
+            governor: Arc::new(governor),
             memories,
             ledger,
             meta,

@@ -128,6 +128,20 @@ pub struct Config {
     /// before it is stored or summarized (`false` stores content as sent).
     #[arg(long, env = "CAIRN_REDACT", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub redact: bool,
+    /// Governor: `warn` tier from this many context tokens.
+    #[arg(long, env = "CAIRN_GOVERNOR_WARN_TOKENS", default_value_t = 20_000)]
+    pub governor_warn_tokens: u64,
+    /// Governor: `pointer_only` tier from this many context tokens.
+    #[arg(
+        long,
+        env = "CAIRN_GOVERNOR_POINTER_ONLY_TOKENS",
+        default_value_t = 40_000
+    )]
+    pub governor_pointer_only_tokens: u64,
+    /// Governor limits per model and namespace: a JSON file
+    /// `{"models": {"gpt-4.1": {"warn": .., "pointer_only": ..}}, "namespaces": {..}}`.
+    #[arg(long, env = "CAIRN_GOVERNOR_FILE")]
+    pub governor_file: Option<PathBuf>,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -180,6 +194,19 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// The governor limits in force (global, and the governor file's if given).
+    pub fn governor(&self) -> Result<crate::domain::governor::GovernorConfig, String> {
+        use crate::domain::governor::{GovernorConfig, Limits};
+        let global = Limits {
+            warn: self.governor_warn_tokens,
+            pointer_only: self.governor_pointer_only_tokens,
+        };
+        match &self.governor_file {
+            Some(path) => GovernorConfig::with_file(global, path),
+            None => GovernorConfig::new(global),
+        }
     }
 
     /// The metadata store URL in force.

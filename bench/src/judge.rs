@@ -149,6 +149,46 @@ pub fn slices(report: &mut Report, slices: &mut Slices, of: &str) {
     }
 }
 
+/// Compress rows: the transcript, the first call, the repeats' p50.
+pub fn compress(report: &mut Report, result: &mut crate::measure::compress::Compress) {
+    report.info(
+        format!(
+            "Compress transcript: {} messages, {} KiB of JSON, OpenAI format, strategy pointer",
+            crate::measure::compress::MESSAGES,
+            result.body_bytes >> 10
+        ),
+        format!(
+            "{} → {} tokens (exact o200k_base), {} pieces offloaded",
+            result.tokens_before, result.tokens_after, result.offloaded
+        ),
+    );
+    let first = ms(result.first);
+    report.check(
+        "`POST /v1/compress`, first call (every piece stored)",
+        format!("{first:.1} ms"),
+        "< 100 ms",
+        first < 100.0,
+    );
+    let repeats = result.repeats.len();
+    let p50 = ms(Percentiles::of(&mut result.repeats).p50);
+    report.check(
+        format!("`POST /v1/compress`, same transcript again: p50 of {repeats}"),
+        format!("{p50:.1} ms"),
+        "< 20 ms",
+        p50 < 20.0,
+    );
+    report.check(
+        "Repeat answers identical to the first",
+        if result.repeats_identical {
+            "yes"
+        } else {
+            "no"
+        },
+        "yes",
+        result.repeats_identical,
+    );
+}
+
 /// Rows of the put measure.
 pub fn puts(report: &mut Report, puts: &mut Puts, load: &PutLoad) {
     let rate = puts.created as f64 / puts.elapsed.as_secs_f64().max(1e-9);

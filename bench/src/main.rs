@@ -90,9 +90,16 @@ pub struct Cli {
     /// Skip the token-counting measure.
     #[arg(long)]
     pub skip_tokens: bool,
-    /// Run only this measure (the others are skipped).
+    /// Skip the compress measure.
+    #[arg(long)]
+    pub skip_compress: bool,
+    /// Repeat calls of the compress measure (after its first call).
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u16).range(1..))]
+    pub compress_repeats: u16,
+    /// Run only this measure (the others are skipped). Tokens and compress
+    /// replace their own section of the report file; the others rewrite it.
     #[arg(long, value_enum)]
-    pub only: Option<Only>,
+    pub only: Option<Measure>,
     /// Size of the token-counting corpus in MiB [default: 64, quick: 8].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub tokens_mib: Option<u64>,
@@ -100,7 +107,7 @@ pub struct Cli {
 
 /// A measure to run alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Only {
+pub enum Measure {
     /// Ingest speed against zstd.
     Ingest,
     /// The big streamed upload.
@@ -111,6 +118,8 @@ pub enum Only {
     Puts,
     /// Token counting speed (no server).
     Tokens,
+    /// `POST /v1/compress` latency.
+    Compress,
 }
 
 impl Cli {
@@ -120,16 +129,33 @@ impl Cli {
             return;
         };
         // Slices need a stored memory: the ingest file's, when run alone.
-        self.skip_ingest = !matches!(only, Only::Ingest | Only::Slices);
-        self.skip_big = only != Only::Big;
-        self.skip_slices = only != Only::Slices;
-        self.skip_puts = only != Only::Puts;
-        self.skip_tokens = only != Only::Tokens;
+        self.skip_ingest = !matches!(only, Measure::Ingest | Measure::Slices);
+        self.skip_big = only != Measure::Big;
+        self.skip_slices = only != Measure::Slices;
+        self.skip_puts = only != Measure::Puts;
+        self.skip_tokens = only != Measure::Tokens;
+        self.skip_compress = only != Measure::Compress;
+    }
+
+    /// Whether a measure of the server runs.
+    pub fn runs(&self, measure: Measure) -> bool {
+        match measure {
+            Measure::Ingest => !self.skip_ingest,
+            Measure::Big => !self.skip_big,
+            Measure::Slices => !self.skip_slices,
+            Measure::Puts => !self.skip_puts,
+            Measure::Tokens => !self.skip_tokens,
+            Measure::Compress => !self.skip_compress,
+        }
     }
 
     /// True when a measure of the server is selected.
     fn needs_server(&self) -> bool {
-        !(self.skip_ingest && self.skip_big && self.skip_slices && self.skip_puts)
+        !(self.skip_ingest
+            && self.skip_big
+            && self.skip_slices
+            && self.skip_puts
+            && self.skip_compress)
     }
 }
 
@@ -210,6 +236,12 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| workspace().join("bench/REPORT.md"));
     let previous = std::fs::read_to_string(&path).ok();
+    let report = match (cli.only, report) {
+        (Some(Measure::Compress), Some(section)) => {
+            Some(report::with_section(&path, Measure::Compress, &section))
+        }
+        (_, report) => report,
+    };
     let base = report.or_else(|| previous.clone()).unwrap_or_default();
     let text = token_report::splice(&base, tokens.as_deref(), previous.as_deref());
     std::fs::write(&path, &text)

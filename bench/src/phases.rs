@@ -9,10 +9,10 @@ use anyhow::{Context, bail};
 
 use crate::api::Api;
 use crate::measure::puts::PutLoad;
-use crate::measure::{big_upload, ingest, puts, slices};
+use crate::measure::{big_upload, compress, ingest, puts, slices};
 use crate::report::Report;
 use crate::server::Server;
-use crate::{Cli, Scale, judge, workspace};
+use crate::{Cli, Measure, Scale, judge, workspace};
 
 /// How long the server gets to stop on SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -36,25 +36,32 @@ pub async fn bench(
     let (mut server, api) = start_server(cli, dir, report).await?;
     // Slices come from the big upload's memory, else from the ingest file's.
     let mut source = None;
-    if !cli.skip_ingest {
+    if cli.runs(Measure::Ingest) {
         source = ingest_phase(cli, scale, dir, &api, server.pid(), report).await;
         ensure_alive(&mut server)?;
     }
-    if !cli.skip_big {
+    if cli.runs(Measure::Big) {
         source = big_upload_phase(cli, scale, &api, server.pid(), report)
             .await
             .or(source);
         ensure_alive(&mut server)?;
     }
-    if !cli.skip_slices {
+    if cli.runs(Measure::Slices) {
         match &source {
             Some(source) => slice_phase(cli, scale, &api, source, report).await,
             None => report.note("Slices skipped: no large memory was stored."),
         }
         ensure_alive(&mut server)?;
     }
-    if !cli.skip_puts {
+    if cli.runs(Measure::Puts) {
         put_phase(cli, scale, &api, server.pid(), run_id, report).await;
+        ensure_alive(&mut server)?;
+    }
+    if cli.runs(Measure::Compress) {
+        match compress::run(&api, cli.seed, usize::from(cli.compress_repeats)).await {
+            Ok(mut result) => judge::compress(report, &mut result),
+            Err(e) => report.failed("Compress", &e),
+        }
         ensure_alive(&mut server)?;
     }
 

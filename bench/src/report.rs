@@ -239,6 +239,31 @@ impl Report {
     }
 }
 
+/// The report file at `path` with `section` (a run of `--only <measure>`)
+/// put in place of that measure's earlier section, or added at the end.
+pub fn with_section(path: &Path, measure: crate::Measure, section: &str) -> String {
+    let name = format!("{measure:?}").to_ascii_lowercase();
+    let (start, end) = (
+        format!("<!-- cairn-bench --only {name} -->"),
+        format!("<!-- end --only {name} -->"),
+    );
+    let body = section.replacen(
+        "# Cairn benchmark",
+        &format!("## Cairn benchmark: {name} alone"),
+        1,
+    );
+    let block = format!("{start}\n{}\n{end}\n", body.trim_end());
+    let existing = std::fs::read_to_string(path).unwrap_or_default();
+    match (existing.find(&start), existing.find(&end)) {
+        (Some(a), Some(b)) if a < b => {
+            let tail = &existing[b + end.len()..];
+            format!("{}{block}{}", &existing[..a], tail.trim_start_matches('\n'))
+        }
+        _ if existing.is_empty() => block,
+        _ => format!("{}\n\n{block}", existing.trim_end()),
+    }
+}
+
 /// A table cell: pipes escaped so they do not split the row.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|")

@@ -40,6 +40,14 @@ pub enum DomainError {
         /// What is wrong with it.
         message: String,
     },
+    /// A message list (compress, governor, tokens) has a bad shape at `path`.
+    #[error("{path}: {message}")]
+    InvalidMessages {
+        /// Where, e.g. `messages[3].content`.
+        path: String,
+        /// What is wrong there.
+        message: String,
+    },
     /// The upload is larger than allowed.
     #[error("content exceeds the limit of {limit} bytes")]
     PayloadTooLarge {

@@ -13,7 +13,8 @@ use super::reader::ObjectReader;
 use super::redact::{self, Redacting};
 use super::slicing::{self, Slice, SliceLimits};
 use super::summarizer::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
-use super::summary::{SUMMARY_CHARS, SummaryFacts};
+use super::summary::{self, SUMMARY_CHARS, SummaryFacts};
+use super::tokens::stream::content_tokens;
 use super::uri::{MemUri, Selector};
 use super::{DomainError, now_ms};
 use crate::storage::blob::BlobStore;
@@ -34,6 +35,23 @@ pub struct Stored {
     /// Secrets replaced in the content before it was stored; `None` when the
     /// content was not scanned (redaction off, or a binary media type).
     pub redacted: Option<redact::Report>,
+}
+
+/// What a put would store (see [`Memories::predict`]).
+#[derive(Clone, Debug)]
+pub struct Predicted {
+    /// The id (SHA-256 of the content as stored, after redaction).
+    pub id: String,
+    /// Content length.
+    pub bytes: u64,
+    /// Lines of content.
+    pub lines: u64,
+    /// Tokens of the content.
+    pub tokens: u64,
+    /// How `tokens` was counted.
+    pub token_method: &'static str,
+    /// The summary put would store.
+    pub summary: String,
 }
 
 /// Memories over a metadata store and a blob store.
@@ -112,6 +130,41 @@ impl Memories {
     /// The slice guardrails in force.
     pub fn limits(&self) -> &SliceLimits {
         &self.limits
+    }
+
+    /// What a put of `content` with media type `mime` would store, without
+    /// storing it: id, counts and summary derived exactly as [`Memories::put`]
+    /// derives them (redaction, token counting, summary). For dry runs.
+    pub fn predict(&self, content: &str, mime: &str) -> Predicted {
+        let redacted = if self.redact && redact::scans_media_type(mime) {
+            redact::redact_text(content).0
+        } else {
+            content.to_owned()
+        };
+        let bytes = redacted.as_bytes();
+        let id = MemoryId::of_content(bytes);
+        let tokens = content_tokens(&[bytes], None, self.ingest.exact_tokens_max);
+        let lines = ingest::line_count(
+            memchr::memchr_iter(b'\n', bytes).count() as u64,
+            bytes.last().copied(),
+        );
+        let facts = SummaryFacts {
+            uri: id.uri(),
+            mime: mime.to_owned(),
+            bytes: bytes.len() as u64,
+            lines,
+            tokens: tokens.tokens,
+            token_method: tokens.method.to_owned(),
+        };
+        let summary = summary::summarize(bytes, &facts, self.summary_chars).replace('\0', " ");
+        Predicted {
+            id: id.as_str().to_owned(),
+            bytes: facts.bytes,
+            lines,
+            tokens: tokens.tokens,
+            token_method: tokens.method,
+            summary,
+        }
     }
 
     /// Streams `body` into the store and records the memory in `namespace`.

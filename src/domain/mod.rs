@@ -1,9 +1,11 @@
 //! The domain: memories, slicing, summaries, pointers. No HTTP, no SQL here.
 
 pub mod access;
+pub mod compress;
 pub mod content;
 mod error;
 pub mod fields;
+pub mod governor;
 pub mod ids;
 pub mod ingest;
 pub mod ledger;

@@ -122,6 +122,9 @@ impl From<DomainError> for AppError {
             DomainError::InvalidField { field, .. } => {
                 Self::new(StatusCode::BAD_REQUEST, "invalid_field", message).with("field", field)
             }
+            DomainError::InvalidMessages { path, .. } => {
+                Self::new(StatusCode::BAD_REQUEST, "invalid_messages", message).with("path", path)
+            }
             DomainError::PayloadTooLarge { limit } => {
                 Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
                     .with("limit", limit)

@@ -14,15 +14,19 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
+use crate::domain::compress::Compressor;
+use crate::domain::governor::GovernorConfig;
 use crate::domain::ledger::Ledger;
 use crate::domain::memories::Memories;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::MetaStore;
 
 pub mod auth;
+mod compress;
 mod content;
 pub mod error;
 mod extract;
+mod governor;
 mod health;
 mod json_body;
 mod memories;
@@ -30,8 +34,8 @@ pub mod openapi;
 mod panic;
 mod slices;
 mod stats;
-mod usage;
 mod tokens;
+mod usage;
 pub mod views;
 
 /// Limits of the HTTP layer itself.
@@ -56,6 +60,10 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// HTTP limits.
     pub config: Arc<HttpConfig>,
+    /// Message-list compression (`/v1/compress`, `/v1/governor`).
+    pub compressor: Arc<Compressor>,
+    /// Governor limits (global, per model, per namespace).
+    pub governor: Arc<GovernorConfig>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -73,6 +81,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(usage::post))
         .routes(routes!(stats::get))
         .routes(routes!(tokens::count))
+        .routes(routes!(compress::compress))
+        .routes(routes!(governor::governor))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

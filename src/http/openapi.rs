@@ -16,6 +16,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
         (name = "memories", description = "Store, list, describe and delete memories"),
         (name = "slices", description = "Read exact parts of a memory: lines, bytes, chunks, pointers, whole content"),
         (name = "usage", description = "Provider usage, cost, budgets and the namespace's statistics"),
+        (name = "context", description = "Keep an agent's context small: compress message lists, govern by token tiers"),
         (name = "health", description = "Liveness and readiness"),
         (name = "tokens", description = "Token counts of texts and message lists, with their method"),
     ),

@@ -2,6 +2,7 @@
 //! judging them to the report.
 
 pub mod big_upload;
+pub mod compress;
 pub mod ingest;
 pub mod puts;
 pub mod slices;

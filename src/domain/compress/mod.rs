@@ -1,0 +1,512 @@
+//! Compression of whole message lists (OpenAI chat, Anthropic Messages).
+//!
+//! A strategy selects texts to offload or message runs to fold; every piece
+//! taken out is first stored as a memory and replaced by a [`marker`] that
+//! names its pointer. The rules that hold for every strategy: markers are
+//! never offloaded, folded or re-hydrated (so compressing the output again
+//! changes nothing); tool calls stay paired with their results ([`pairs`]);
+//! the first `preserve_prefix` messages and everything up to the last
+//! `cache_control` marker stay untouched; a replacement is made only when it
+//! has fewer tokens than what it replaces.
+
+mod apply;
+mod deletion;
+pub mod fold;
+pub mod format;
+pub mod marker;
+mod masking;
+pub mod offload;
+pub mod pairs;
+mod pointer;
+mod selective;
+mod window;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use self::format::{Format, Piece};
+use self::offload::{Job, Offloader, StoredRef};
+use super::DomainError;
+use super::memories::Memories;
+use super::tokens::Counter;
+
+/// Characters a marker adds beyond its summary (header line, id, counts):
+/// texts shorter than `summary_chars` plus this are never offloaded.
+const MARKER_ALLOWANCE: usize = 300;
+
+/// A compression strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Offload texts over a threshold.
+    Pointer,
+    /// Keep the last K tool results, point to older ones.
+    ObservationMasking,
+    /// Keep system prompts and the last N messages, fold the rest into one summary.
+    SlidingWindow,
+    /// Keep system prompts, tool pairs, errors and important messages; fold the rest.
+    Selective,
+    /// Drop old messages after archiving them; leave one notice.
+    Deletion,
+}
+
+impl Strategy {
+    /// Every strategy's name, as clients spell it.
+    pub const NAMES: [&'static str; 5] = [
+        "pointer",
+        "observation_masking",
+        "sliding_window",
+        "selective",
+        "deletion",
+    ];
+
+    /// Parses a strategy name; an unknown one is a 400 listing the valid ones.
+    pub fn parse(name: &str) -> Result<Self, DomainError> {
+        Ok(match name {
+            "pointer" => Self::Pointer,
+            "observation_masking" => Self::ObservationMasking,
+            "sliding_window" => Self::SlidingWindow,
+            "selective" => Self::Selective,
+            "deletion" => Self::Deletion,
+            _ => {
+                return Err(DomainError::field(
+                    "strategy",
+                    format!(
+                        "unknown strategy `{name}`: use one of {}",
+                        Self::NAMES.join(", ")
+                    ),
+                ));
+            }
+        })
+    }
+
+    /// The strategy's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pointer => "pointer",
+            Self::ObservationMasking => "observation_masking",
+            Self::SlidingWindow => "sliding_window",
+            Self::Selective => "selective",
+            Self::Deletion => "deletion",
+        }
+    }
+
+    /// `keep_recent` when the client gives none: messages for the folding
+    /// strategies, tool results for masking, none for pointer.
+    pub fn default_keep_recent(self) -> usize {
+        match self {
+            Self::Pointer => 0,
+            Self::ObservationMasking => 3,
+            Self::SlidingWindow | Self::Deletion => 20,
+            Self::Selective => 6,
+        }
+    }
+}
+
+/// What to do: one strategy, or (for the governor) offloading by size and
+/// masking of older tool results together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// One strategy with the options' parameters.
+    Strategy(Strategy),
+    /// `pointer` at `threshold_chars` plus `observation_masking` keeping `mask_keep` results.
+    PointerAndMasking {
+        /// Offload texts over this many characters.
+        threshold_chars: usize,
+        /// Tool results kept verbatim.
+        mask_keep: usize,
+    },
+}
+
+impl Policy {
+    /// The name reported as `strategy`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Strategy(strategy) => strategy.name(),
+            Self::PointerAndMasking { .. } => "pointer+observation_masking",
+        }
+    }
+}
+
+/// Parameters common to the strategies.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Texts over this many characters are offloaded by `pointer` (default 6000).
+    pub threshold_chars: usize,
+    /// Longest summary kept in a marker (default 800).
+    pub summary_chars: usize,
+    /// Recent messages (tool results for masking) left alone; None: the strategy's default.
+    pub keep_recent: Option<usize>,
+    /// Messages at the start never edited.
+    pub preserve_prefix: usize,
+    /// Tools whose calls and results are left alone.
+    pub leave_tools: Vec<String>,
+    /// Roles whose messages are left alone (`tool` covers tool results of both formats).
+    pub leave_roles: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            threshold_chars: 6000,
+            summary_chars: 800,
+            keep_recent: None,
+            preserve_prefix: 0,
+            leave_tools: Vec::new(),
+            leave_roles: Vec::new(),
+        }
+    }
+}
+
+/// A message list to compress.
+#[derive(Clone, Debug, Default)]
+pub struct Input {
+    /// The messages.
+    pub messages: Vec<Value>,
+    /// Anthropic's system prompt (passed through untouched).
+    pub system: Option<Value>,
+    /// `openai` or `anthropic`; None: detected.
+    pub format: Option<String>,
+    /// Model, for token counting and format detection.
+    pub model: Option<String>,
+    /// Thread link of the stored pieces.
+    pub thread: Option<String>,
+}
+
+/// One offloaded text or folded run.
+#[derive(Clone, Debug)]
+pub struct Offloaded {
+    /// Index of the (first) message in the input.
+    pub index: usize,
+    /// Messages folded or dropped (0 for an offloaded text).
+    pub messages: usize,
+    /// The memory holding it.
+    pub id: String,
+    /// Tokens of what was taken out.
+    pub tokens: u64,
+}
+
+/// The compressed list and what was done.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The format used.
+    pub format: Format,
+    /// The compressed messages.
+    pub messages: Vec<Value>,
+    /// The system prompt, unchanged.
+    pub system: Option<Value>,
+    /// Memories the output refers to, in order of first reference.
+    pub refs: Vec<Arc<StoredRef>>,
+    /// What was offloaded or folded.
+    pub offloaded: Vec<Offloaded>,
+    /// Tokens of the input.
+    pub tokens_before: u64,
+    /// Tokens of the output.
+    pub tokens_after: u64,
+    /// How tokens were counted.
+    pub counter: Counter,
+    /// The policy's name.
+    pub strategy: &'static str,
+}
+
+/// What a strategy picked.
+#[derive(Clone, Debug)]
+enum Selection {
+    /// Indexes into the pieces: texts to offload.
+    Pieces(Vec<usize>),
+    /// Message runs to fold (`drop`: leave a short notice, not a summary).
+    Runs { runs: Vec<Range<usize>>, drop: bool },
+}
+
+/// A message list seen by the strategies.
+pub struct Context<'a> {
+    format: Format,
+    messages: &'a [Value],
+    pieces: Vec<Piece>,
+    units: Vec<Range<usize>>,
+    /// Messages before this index are never edited.
+    frozen: usize,
+    options: &'a Options,
+}
+
+impl<'a> Context<'a> {
+    fn new(format: Format, messages: &'a [Value], options: &'a Options) -> Self {
+        let cached = format::last_cache_control(messages).map_or(0, |i| i + 1);
+        Self {
+            format,
+            messages,
+            pieces: format::pieces(format, messages),
+            units: pairs::units(format, messages),
+            frozen: options.preserve_prefix.max(cached).min(messages.len()),
+            options,
+        }
+    }
+
+    fn text(&self, piece: &Piece) -> &'a str {
+        format::text_at(&self.messages[piece.message], piece.at).unwrap_or("")
+    }
+
+    fn chars(&self, piece: &Piece) -> usize {
+        self.text(piece).chars().count()
+    }
+
+    fn left_alone(&self, piece: &Piece) -> bool {
+        let role = if piece.is_tool_result() {
+            "tool"
+        } else {
+            piece.role.as_str()
+        };
+        self.options.leave_roles.iter().any(|r| r == role)
+            || piece
+                .tool
+                .as_ref()
+                .is_some_and(|t| self.options.leave_tools.contains(t))
+    }
+
+    /// A text a strategy may replace: after the frozen prefix, not a system
+    /// prompt, not already a marker, not left alone.
+    fn editable(&self, piece: &Piece) -> bool {
+        piece.message >= self.frozen
+            && !matches!(piece.role.as_str(), "system" | "developer")
+            && !marker::is_marker(self.text(piece))
+            && !self.left_alone(piece)
+    }
+
+    /// A tool result that counts for masking.
+    fn maskable_result(&self, piece: &Piece) -> bool {
+        piece.is_tool_result() && !self.left_alone(piece)
+    }
+
+    fn worth_offloading(&self, chars: usize) -> bool {
+        chars > self.options.summary_chars + MARKER_ALLOWANCE
+    }
+
+    /// A unit no strategy may fold: frozen, a system prompt, or left alone.
+    /// (Markers may be folded with other messages: the transcript keeps
+    /// them as they are, and [`fold::runs`] never folds markers alone.)
+    fn must_keep(&self, unit: &Range<usize>) -> bool {
+        unit.start < self.frozen
+            || self.messages[unit.clone()].iter().any(|m| {
+                let role = m["role"].as_str().unwrap_or("");
+                let tool_role = if pairs::result_ids(self.format, m).is_empty() {
+                    role
+                } else {
+                    "tool"
+                };
+                matches!(role, "system" | "developer")
+                    || self
+                        .options
+                        .leave_roles
+                        .iter()
+                        .any(|r| r == role || r == tool_role)
+            })
+            || self
+                .pieces
+                .iter()
+                .filter(|p| unit.contains(&p.message))
+                .any(|p| {
+                    p.tool
+                        .as_ref()
+                        .is_some_and(|t| self.options.leave_tools.contains(t))
+                })
+    }
+
+    /// Where the last `keep_recent` messages start, moved back so no unit is split.
+    fn window_start(&self, keep_recent: usize) -> usize {
+        let edge = self.messages.len().saturating_sub(keep_recent);
+        self.units
+            .iter()
+            .find(|unit| unit.contains(&edge))
+            .map_or(edge, |unit| unit.start)
+    }
+
+    fn select(&self, policy: Policy) -> Selection {
+        let keep = |strategy: Strategy| {
+            self.options
+                .keep_recent
+                .unwrap_or_else(|| strategy.default_keep_recent())
+        };
+        match policy {
+            Policy::Strategy(s @ Strategy::Pointer) => {
+                Selection::Pieces(pointer::select(self, self.options.threshold_chars, keep(s)))
+            }
+            Policy::Strategy(s @ Strategy::ObservationMasking) => {
+                Selection::Pieces(masking::select(self, keep(s)))
+            }
+            Policy::Strategy(s @ Strategy::SlidingWindow) => Selection::Runs {
+                runs: window::select(self, keep(s)),
+                drop: false,
+            },
+            Policy::Strategy(s @ Strategy::Selective) => Selection::Runs {
+                runs: selective::select(self, keep(s)),
+                drop: false,
+            },
+            Policy::Strategy(s @ Strategy::Deletion) => Selection::Runs {
+                runs: deletion::select(self, keep(s)),
+                drop: true,
+            },
+            Policy::PointerAndMasking {
+                threshold_chars,
+                mask_keep,
+            } => {
+                let mut picked = pointer::select(self, threshold_chars, 0);
+                picked.extend(masking::select(self, mask_keep));
+                picked.sort_unstable();
+                picked.dedup();
+                Selection::Pieces(picked)
+            }
+        }
+    }
+
+    /// The pieces to store for a selection, in selection order.
+    fn jobs(&self, selection: &Selection) -> Vec<Job> {
+        match selection {
+            Selection::Pieces(picked) => picked
+                .iter()
+                .map(|&i| {
+                    let piece = &self.pieces[i];
+                    let text = self.text(piece).to_owned();
+                    match &piece.tool {
+                        Some(tool) if piece.is_tool_result() => Job::new(
+                            text,
+                            "TOOL_OUTPUT",
+                            Some(tool.clone()),
+                            format!("{tool} output (messages[{}])", piece.message),
+                        ),
+                        _ => Job::new(
+                            text,
+                            "CONTEXT",
+                            Some(piece.role.clone()),
+                            format!("{} message (messages[{}])", piece.role, piece.message),
+                        ),
+                    }
+                })
+                .collect(),
+            Selection::Runs { runs, drop } => runs
+                .iter()
+                .map(|run| {
+                    let verb = if *drop { "dropped" } else { "folded" };
+                    Job::new(
+                        fold::transcript(&self.messages[run.clone()]),
+                        "TRANSCRIPT",
+                        Some(self.format.name().to_owned()),
+                        format!("messages {}-{} ({verb})", run.start, run.end - 1),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Compresses message lists, storing what it takes out.
+pub struct Compressor {
+    offloader: Offloader,
+}
+
+impl Compressor {
+    /// A compressor over the memory service.
+    pub fn new(memories: Arc<Memories>) -> Self {
+        Self {
+            offloader: Offloader::new(memories),
+        }
+    }
+
+    /// Compresses `input` in `namespace` as `policy` says. With `dry_run`
+    /// nothing is stored: the answer shows what compressing would give.
+    #[tracing::instrument(skip_all, fields(strategy = policy.name(), dry_run))]
+    pub async fn compress(
+        &self,
+        namespace: &str,
+        input: Input,
+        policy: Policy,
+        options: Options,
+        dry_run: bool,
+    ) -> Result<Outcome, DomainError> {
+        let options = Arc::new(options);
+        let thread = input.thread.clone();
+        let plan_options = options.clone();
+        let mut prepared = spawn_blocking(move || prepare(input, policy, &plan_options)).await??;
+        let jobs = std::mem::take(&mut prepared.jobs);
+        // Counting the input (BPE over every text) overlaps with the puts.
+        let (messages, system, counter) = (
+            prepared.messages.clone(),
+            prepared.system.clone(),
+            prepared.counter,
+        );
+        let counting = spawn_blocking(move || counter.count_messages(&messages, system.as_deref()));
+        let storing = self
+            .offloader
+            .store(namespace, jobs, thread.as_deref(), dry_run);
+        let (tokens_before, refs) = tokio::join!(counting, storing);
+        prepared.tokens_before = tokens_before?;
+        let refs = refs?;
+        spawn_blocking(move || apply::apply(prepared, &refs, &options, policy)).await?
+    }
+}
+
+async fn spawn_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, DomainError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        DomainError::Storage(crate::storage::StorageError::Io(std::io::Error::other(
+            e.to_string(),
+        )))
+    })
+}
+
+impl Compressor {
+    /// Detects, validates and counts `input` (handed back) without compressing it.
+    pub async fn count(&self, input: Input) -> Result<(Input, u64, Counter), DomainError> {
+        spawn_blocking(move || {
+            let format = format::detect(
+                &input.messages,
+                input.system.as_ref(),
+                input.format.as_deref(),
+                input.model.as_deref(),
+            )?;
+            format::validate(format, &input.messages, input.system.as_ref())?;
+            pairs::check(format, &input.messages, false)?;
+            let counter = Counter::for_model(input.model.as_deref());
+            let tokens = counter.count_messages(&input.messages, input.system.as_ref());
+            Ok((input, tokens, counter))
+        })
+        .await?
+    }
+}
+
+/// A validated list with its selection, before storing.
+struct Prepared {
+    format: Format,
+    messages: Arc<Vec<Value>>,
+    system: Option<Arc<Value>>,
+    counter: Counter,
+    selection: Selection,
+    jobs: Vec<Job>,
+    /// Counted while the pieces are stored.
+    tokens_before: u64,
+}
+
+fn prepare(input: Input, policy: Policy, options: &Options) -> Result<Prepared, DomainError> {
+    let format = format::detect(
+        &input.messages,
+        input.system.as_ref(),
+        input.format.as_deref(),
+        input.model.as_deref(),
+    )?;
+    format::validate(format, &input.messages, input.system.as_ref())?;
+    pairs::check(format, &input.messages, false)?;
+    let counter = Counter::for_model(input.model.as_deref());
+    let ctx = Context::new(format, &input.messages, options);
+    let selection = ctx.select(policy);
+    let jobs = ctx.jobs(&selection);
+    Ok(Prepared {
+        format,
+        counter,
+        selection,
+        jobs,
+        tokens_before: 0,
+        messages: Arc::new(input.messages),
+        system: input.system.map(Arc::new),
+    })
+}

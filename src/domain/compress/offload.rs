@@ -1,0 +1,231 @@
+//! Storing the pieces a strategy takes out: concurrently, through
+//! [`Memories::put`] (whose group commit makes many small puts one fsync),
+//! and remembered per namespace by SHA-256 so the same piece compressed again
+//! costs no put at all.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use sha2::{Digest, Sha256};
+
+use crate::domain::DomainError;
+use crate::domain::fields::FieldsInput;
+use crate::domain::ids::IdRef;
+use crate::domain::memories::Memories;
+
+/// Puts in flight at once.
+const CONCURRENT_PUTS: usize = 16;
+/// How long a remembered piece is trusted without a put (a client may delete memories).
+const REMEMBER_FOR: Duration = Duration::from_secs(600);
+
+/// A piece to store.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// The exact text.
+    pub content: String,
+    /// Its SHA-256: the key of the offload cache. (The memory id is the hash
+    /// of what is stored, which differs when redaction replaced a secret.)
+    pub hash: [u8; 32],
+    /// TOOL_OUTPUT, CONTEXT or TRANSCRIPT.
+    pub kind: &'static str,
+    /// Tool name or role.
+    pub subtype: Option<String>,
+    /// Media type.
+    pub mime: &'static str,
+    /// Short title.
+    pub title: String,
+}
+
+impl Job {
+    /// A job for `content`; the media type is guessed from its first bytes.
+    pub fn new(
+        content: String,
+        kind: &'static str,
+        subtype: Option<String>,
+        title: String,
+    ) -> Self {
+        let hash = Sha256::digest(content.as_bytes()).into();
+        let mime = if kind == "TRANSCRIPT" {
+            "application/x-ndjson"
+        } else {
+            guess_mime(&content)
+        };
+        Self {
+            content,
+            hash,
+            kind,
+            subtype: subtype.map(|s| super::marker::clip(&s, 128).to_owned()),
+            mime,
+            title,
+        }
+    }
+}
+
+fn guess_mime(content: &str) -> &'static str {
+    let head = content.trim_start();
+    let tail = content.trim_end();
+    let lower: String = head
+        .chars()
+        .take(15)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if (head.starts_with('{') && tail.ends_with('}'))
+        || (head.starts_with('[') && tail.ends_with(']'))
+    {
+        "application/json"
+    } else if lower.starts_with("<!doctype html") || lower.starts_with("<html") {
+        "text/html"
+    } else {
+        "text/plain"
+    }
+}
+
+/// A stored piece, as markers and `memory_refs` describe it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredRef {
+    /// Memory id (SHA-256 of the content).
+    pub id: String,
+    /// Memory type.
+    pub kind: String,
+    /// Subtype.
+    pub subtype: Option<String>,
+    /// Media type.
+    pub mime: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Content bytes.
+    pub bytes: u64,
+    /// Content lines.
+    pub lines: u64,
+    /// Tokens of the content as the store counts them.
+    pub tokens: u64,
+    /// The stored summary.
+    pub summary: String,
+}
+
+/// Stores pieces for compress, remembering what each namespace already holds.
+pub struct Offloader {
+    memories: Arc<Memories>,
+    known: moka::sync::Cache<(String, [u8; 32]), Arc<StoredRef>>,
+}
+
+impl Offloader {
+    /// An offloader over the memory service.
+    pub fn new(memories: Arc<Memories>) -> Self {
+        let known = moka::sync::Cache::builder()
+            .max_capacity(100_000)
+            .time_to_live(REMEMBER_FOR)
+            .build();
+        Self { memories, known }
+    }
+
+    /// Stores every job (at most [`CONCURRENT_PUTS`] at a time) and answers
+    /// their references in job order. A dry run stores nothing: unknown pieces
+    /// get the id and summary they would get.
+    pub async fn store(
+        &self,
+        namespace: &str,
+        jobs: Vec<Job>,
+        thread: Option<&str>,
+        dry_run: bool,
+    ) -> Result<Vec<Arc<StoredRef>>, DomainError> {
+        futures::stream::iter(jobs)
+            .map(|job| async move {
+                let key = (namespace.to_owned(), job.hash);
+                if let Some(known) = self.known.get(&key) {
+                    // A client may have deleted it since: never point at nothing.
+                    if self.still_there(namespace, &known.id).await? {
+                        return Ok(known);
+                    }
+                    self.known.invalidate(&key);
+                }
+                if dry_run {
+                    return Ok(Arc::new(self.predicted(job)));
+                }
+                let stored = Arc::new(self.put(namespace, job, thread).await?);
+                self.known.insert(key, stored.clone());
+                Ok(stored)
+            })
+            .buffered(CONCURRENT_PUTS)
+            .try_collect()
+            .await
+    }
+
+    /// What a put of `job` would answer, derived as put derives it.
+    fn predicted(&self, job: Job) -> StoredRef {
+        let predicted = self.memories.predict(&job.content, job.mime);
+        StoredRef {
+            id: predicted.id,
+            kind: job.kind.to_owned(),
+            subtype: job.subtype,
+            mime: job.mime.to_owned(),
+            title: Some(job.title),
+            bytes: predicted.bytes,
+            lines: predicted.lines,
+            tokens: predicted.tokens,
+            summary: predicted.summary,
+        }
+    }
+
+    /// Whether the namespace still holds memory `id`.
+    async fn still_there(&self, namespace: &str, id: &str) -> Result<bool, DomainError> {
+        let Ok(id) = IdRef::parse(id) else {
+            return Ok(false);
+        };
+        match self.memories.get(namespace, &id).await {
+            Ok(_) => Ok(true),
+            Err(DomainError::NotFound(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn put(
+        &self,
+        namespace: &str,
+        job: Job,
+        thread: Option<&str>,
+    ) -> Result<StoredRef, DomainError> {
+        let fields = FieldsInput {
+            kind: Some(job.kind.to_owned()),
+            subtype: job.subtype,
+            mime: Some(job.mime.to_owned()),
+            title: Some(job.title),
+            thread: thread.map(str::to_owned),
+            ..FieldsInput::default()
+        };
+        let body = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(job.content))]);
+        let record = self.memories.put(namespace, fields, body).await?.record;
+        Ok(StoredRef {
+            id: record.id,
+            kind: record.fields.kind,
+            subtype: record.fields.subtype,
+            mime: record.fields.mime,
+            title: record.fields.title,
+            bytes: record.bytes,
+            lines: record.lines,
+            tokens: record.tokens,
+            summary: record.summary,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_are_guessed_from_the_text() {
+        assert_eq!(guess_mime(" {\"a\": 1}\n"), "application/json");
+        assert_eq!(guess_mime("<!DOCTYPE html><html></html>"), "text/html");
+        assert_eq!(guess_mime("test result: ok"), "text/plain");
+        let job = Job::new("x".into(), "TRANSCRIPT", None, "t".into());
+        assert_eq!(job.mime, "application/x-ndjson");
+        assert_eq!(
+            hex::encode(job.hash),
+            crate::domain::ids::MemoryId::of_content(b"x").as_str()
+        );
+    }
+}
