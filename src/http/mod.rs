@@ -28,10 +28,11 @@ mod json_body;
 mod memories;
 pub mod openapi;
 mod panic;
+mod portable;
 mod slices;
 mod stats;
-mod usage;
 mod tokens;
+mod usage;
 pub mod views;
 
 /// Limits of the HTTP layer itself.
@@ -73,6 +74,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(usage::post))
         .routes(routes!(stats::get))
         .routes(routes!(tokens::count))
+        .routes(routes!(portable::export))
+        .routes(routes!(portable::import))
 }
 
 /// The documented routes open to everyone, inside the document's frame.
