@@ -148,7 +148,7 @@ async fn a_flipped_content_byte_is_named_and_that_memory_is_not_restored() {
     let target = spawn_app().await;
     let resp = import(&target, archive).await;
     let err = resp.assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive");
-    assert_eq!(err["error"]["item"], format!("objects/{}", ids[1]));
+    assert_eq!(err["item"], format!("objects/{}", ids[1]));
     let got = target.get(&format!("/v1/memories/{}", ids[1])).await;
     assert_eq!(got.status, StatusCode::NOT_FOUND);
 }
@@ -165,7 +165,7 @@ async fn bad_json_and_missing_objects_are_named() {
     bad[offset] = b'[';
     let resp = import(&target, bad).await;
     let err = resp.assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive");
-    assert_eq!(err["error"]["item"], "memories.jsonl line 1");
+    assert_eq!(err["item"], "memories.jsonl line 1");
 
     // Cut the archive right after the first object: the others are missing.
     let (offset, size) = entry_data(
@@ -176,17 +176,9 @@ async fn bad_json_and_missing_objects_are_named() {
     cut.extend_from_slice(&[0u8; 1024]);
     let resp = import(&target, cut).await;
     let err = resp.assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive");
+    assert!(err["item"].as_str().unwrap().starts_with("objects/"));
     assert!(
-        err["error"]["item"]
-            .as_str()
-            .unwrap()
-            .starts_with("objects/")
-    );
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("missing"),
+        err["message"].as_str().unwrap().contains("missing"),
         "{err}"
     );
 
@@ -204,15 +196,16 @@ fn first_object(archive: &[u8], ids: &[String]) -> String {
 
 #[tokio::test]
 async fn export_and_import_stay_inside_the_callers_namespace() {
-    let app = spawn_app_with(|c| c.api_keys = Some("ka:alpha,kb:beta".into())).await;
+    let app =
+        spawn_app_with(|c| c.api_keys = Some("alpha-key-1:alpha,beta-key-22:beta".into())).await;
     let put = app
-        .put_json_as("ka", json!({"content": "alpha only\n"}))
+        .put_json_as("alpha-key-1", json!({"content": "alpha only\n"}))
         .await;
     let id = put.json()["id"].as_str().unwrap().to_owned();
-    app.put_json_as("kb", json!({"content": "beta only\n"}))
+    app.put_json_as("beta-key-22", json!({"content": "beta only\n"}))
         .await;
 
-    let beta = app.get_as("/v1/export", "kb").await;
+    let beta = app.get_as("/v1/export", "beta-key-22").await;
     assert_eq!(beta.status, StatusCode::OK);
     let text = String::from_utf8_lossy(&beta.body);
     assert!(
@@ -220,18 +213,20 @@ async fn export_and_import_stay_inside_the_callers_namespace() {
         "beta's export shows alpha"
     );
 
-    let alpha = app.get_as("/v1/export", "ka").await.body.to_vec();
+    let alpha = app.get_as("/v1/export", "alpha-key-1").await.body.to_vec();
     let resp = app
         .post(
             "/v1/import",
             Some("application/x-tar"),
-            &[("authorization", "Bearer kb")],
+            &[("authorization", "Bearer beta-key-22")],
             alpha,
         )
         .await;
     assert_eq!(resp.json()["imported"], 1, "{resp:?}");
     assert_eq!(
-        app.get_as(&format!("/v1/memories/{id}"), "kb").await.status,
+        app.get_as(&format!("/v1/memories/{id}"), "beta-key-22")
+            .await
+            .status,
         StatusCode::OK
     );
 }
