@@ -31,7 +31,7 @@ pub enum Command {
     Openapi,
     /// Client subcommands (put, fetch, list, ...) against a running server.
     #[command(flatten)]
-    Client(crate::cli::ClientCommand),
+    Client(Box<crate::cli::ClientCommand>),
 }
 
 /// Everything `cairn serve` can be told.

@@ -503,7 +503,6 @@ async fn read_jsonl(
         }
     }
     parse(&line, number + 1)?;
-    drop(parse);
     tar.end_entry(size).await?;
     Ok(memories)
 }
