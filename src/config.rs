@@ -29,6 +29,9 @@ pub enum Command {
     Serve(Box<Config>),
     /// Print the OpenAPI document (as committed in openapi/openapi.json).
     Openapi,
+    /// Client subcommands (put, fetch, list, ...) against a running server.
+    #[command(flatten)]
+    Client(Box<crate::cli::ClientCommand>),
 }
 
 /// Everything `cairn serve` can be told.

@@ -6,6 +6,7 @@
 //! [`storage`] (metadata and blob stores behind traits).
 
 pub mod app;
+pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;

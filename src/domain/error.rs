@@ -81,6 +81,14 @@ pub enum DomainError {
         /// A sentence for the client.
         message: String,
     },
+    /// An import archive that cannot be restored (bad entry, hash mismatch, missing object).
+    #[error("{item}: {message}")]
+    InvalidArchive {
+        /// The archive entry or memory at fault.
+        item: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A storage backend failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

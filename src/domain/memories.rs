@@ -127,6 +127,11 @@ impl Memories {
         self
     }
 
+    /// How content is framed and stored (export/import ingests the same way).
+    pub fn ingest_config(&self) -> &IngestConfig {
+        &self.ingest
+    }
+
     /// The slice guardrails in force.
     pub fn limits(&self) -> &SliceLimits {
         &self.limits

@@ -10,6 +10,7 @@ pub mod ids;
 pub mod ingest;
 pub mod ledger;
 pub mod memories;
+pub mod portable;
 pub mod pricing;
 pub mod reader;
 pub mod redact;

@@ -155,6 +155,10 @@ impl From<DomainError> for AppError {
                     resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 )
                 .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs)),
+            DomainError::InvalidArchive { item, .. } => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive", message)
+                    .with("item", item)
+            }
             DomainError::Storage(e) => e.into(),
         }
     }

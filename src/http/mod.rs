@@ -32,6 +32,7 @@ mod json_body;
 mod memories;
 pub mod openapi;
 mod panic;
+mod portable;
 mod slices;
 mod stats;
 mod tokens;
@@ -83,6 +84,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tokens::count))
         .routes(routes!(compress::compress))
         .routes(routes!(governor::governor))
+        .routes(routes!(portable::export))
+        .routes(routes!(portable::import))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

@@ -19,6 +19,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
         (name = "context", description = "Keep an agent's context small: compress message lists, govern by token tiers"),
         (name = "health", description = "Liveness and readiness"),
         (name = "tokens", description = "Token counts of texts and message lists, with their method"),
+        (name = "portability", description = "Export a namespace as one archive and import it elsewhere"),
     ),
     modifiers(&BearerAuth)
 )]

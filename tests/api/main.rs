@@ -19,6 +19,7 @@ mod lines;
 mod listing;
 mod memories;
 mod openapi;
+mod portable;
 mod redact;
 mod safety;
 mod stats;

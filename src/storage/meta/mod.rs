@@ -7,6 +7,7 @@ use super::StorageError;
 mod ledger_rows;
 pub mod sqlite;
 mod sqlite_ledger;
+mod sqlite_portable;
 mod sqlite_puts;
 mod sqlite_writer;
 
@@ -203,6 +204,31 @@ pub struct NewMemory {
     pub object: ObjectRecord,
 }
 
+/// An archived memory to restore as it was (export/import).
+#[derive(Clone, Debug)]
+pub struct ImportedMemory {
+    /// Namespace to restore into.
+    pub namespace: String,
+    /// Descriptive fields.
+    pub fields: MemoryFields,
+    /// Token count of the content.
+    pub tokens: u64,
+    /// How `tokens` was counted.
+    pub token_method: String,
+    /// The archived summary.
+    pub summary: String,
+    /// Original creation time, Unix milliseconds.
+    pub created_at: i64,
+    /// Original last put, Unix milliseconds.
+    pub updated_at: i64,
+    /// Original last read, Unix milliseconds.
+    pub last_accessed_at: Option<i64>,
+    /// Original number of reads.
+    pub access_count: i64,
+    /// The object, freshly ingested; its hash is the memory id.
+    pub object: ObjectRecord,
+}
+
 /// Result of a put at the metadata level.
 #[derive(Clone, Debug)]
 pub struct PutOutcome {
@@ -287,6 +313,9 @@ pub trait MetaStore: Send + Sync {
     ) -> Result<Vec<CalibrationRow>, StorageError>;
     /// Memory count, bytes, stored bytes and tokens of a namespace.
     async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError>;
+    /// Restores an archived memory with its original metadata, in one
+    /// transaction; false (and nothing written) when the namespace has it already.
+    async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError>;
     /// Checks that the store answers.
     async fn ping(&self) -> Result<(), StorageError>;
     /// Flushes and closes.

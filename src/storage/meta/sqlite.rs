@@ -16,8 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::sqlite_writer::{self, WriteCommand};
 use super::{
-    AccessUpdate, FrameEntry, Layout, ListQuery, MemoryFields, MemoryRecord, MetaStore, NewMemory,
-    ObjectRecord, PageEntry, PutOutcome,
+    AccessUpdate, FrameEntry, ImportedMemory, Layout, ListQuery, MemoryFields, MemoryRecord,
+    MetaStore, NewMemory, ObjectRecord, PageEntry, PutOutcome,
 };
 use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
@@ -97,6 +97,11 @@ impl MetaStore for SqliteMetaStore {
             created: written.created,
             record,
         })
+    }
+
+    async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
+        self.send(|reply| WriteCommand::Import(Box::new(memory), reply))
+            .await
     }
 
     async fn get(&self, namespace: &str, id: &str) -> Result<Option<MemoryRecord>, StorageError> {

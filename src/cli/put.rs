@@ -1,0 +1,133 @@
+//! `cairn put`: streams stdin or a file as a raw upload.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::Args;
+use futures::StreamExt;
+use tokio_util::io::ReaderStream;
+
+use super::{CliError, Client, Conn};
+
+/// `cairn put`.
+#[derive(Args, Debug)]
+pub struct PutArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Read the content from stdin.
+    #[arg(long, conflicts_with = "file")]
+    stdin: bool,
+    /// Read the content from this file.
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// Memory type (TOOL_OUTPUT, WEB_SCRAPE, DOCUMENT, ...).
+    #[arg(long = "type")]
+    kind: Option<String>,
+    /// Subtype, usually the tool name.
+    #[arg(long)]
+    subtype: Option<String>,
+    /// Short title.
+    #[arg(long)]
+    title: Option<String>,
+    /// A tag (repeatable).
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    /// Thread or session link.
+    #[arg(long)]
+    thread: Option<String>,
+    /// Checkpoint link.
+    #[arg(long)]
+    checkpoint: Option<String>,
+    /// Directory link.
+    #[arg(long)]
+    directory: Option<String>,
+    /// Media type of the content.
+    #[arg(long, default_value = "text/plain")]
+    mime: String,
+}
+
+/// A streamed request body from a file or stdin (`-`), with a progress bar
+/// on stderr when it is a terminal.
+pub(super) async fn body_of(path: &str, len: Option<u64>) -> Result<reqwest::Body, CliError> {
+    let reader: Box<dyn tokio::io::AsyncRead + Unpin + Send + Sync> = if path == "-" {
+        Box::new(tokio::io::stdin())
+    } else {
+        let file = tokio::fs::File::open(path)
+            .await
+            .map_err(|e| CliError::Usage(format!("cannot open `{path}`: {e}")))?;
+        Box::new(file)
+    };
+    let len = match (len, path) {
+        (Some(len), _) => Some(len),
+        (None, "-") => None,
+        (None, p) => tokio::fs::metadata(p).await.ok().map(|m| m.len()),
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = match len {
+            Some(n) => indicatif::ProgressBar::new(n),
+            None => indicatif::ProgressBar::new_spinner(),
+        };
+        let template = if len.is_some() {
+            "{bar:40} {bytes}/{total_bytes} {bytes_per_sec}"
+        } else {
+            "{spinner} {bytes} {bytes_per_sec}"
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let stream = ReaderStream::with_capacity(reader, 256 << 10).map(move |chunk| {
+        if let (Some(bar), Ok(chunk)) = (&bar, &chunk) {
+            bar.inc(chunk.len() as u64);
+        }
+        chunk
+    });
+    Ok(reqwest::Body::wrap_stream(stream))
+}
+
+/// Runs `put`.
+pub async fn run(a: PutArgs) -> Result<(), CliError> {
+    let source = match (&a.file, a.stdin) {
+        (Some(file), false) => file.to_string_lossy().into_owned(),
+        (None, true) => "-".to_owned(),
+        _ => return Err(CliError::Usage("give --stdin or --file PATH".into())),
+    };
+    let client = Client::new(a.conn)?;
+    let mut query: Vec<(&str, String)> = vec![("mime", a.mime)];
+    let optional = [
+        ("type", a.kind),
+        ("subtype", a.subtype),
+        ("title", a.title),
+        ("thread", a.thread),
+        ("checkpoint", a.checkpoint),
+        ("directory", a.directory),
+    ];
+    query.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
+    if !a.tags.is_empty() {
+        query.push(("tags", a.tags.join(",")));
+    }
+    let body = body_of(&source, None).await?;
+    let request = client
+        .request(reqwest::Method::POST, "/v1/memories")
+        .query(&query)
+        .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+        .body(body);
+    let answer = client.send_json(request).await?;
+    client.print(&answer, |v| {
+        let dedup = if v["deduplicated"].as_bool() == Some(true) {
+            " (deduplicated)"
+        } else {
+            ""
+        };
+        println!(
+            "{}  {} bytes, {} lines, {} tokens{dedup}",
+            v["uri"].as_str().unwrap_or_default(),
+            v["bytes"],
+            v["lines"],
+            v["tokens"]
+        );
+        println!("{}", v["summary"].as_str().unwrap_or_default());
+    });
+    Ok(())
+}

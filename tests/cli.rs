@@ -1,0 +1,203 @@
+//! The `cairn` CLI end to end against the real server binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cairn");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Server {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Server {
+        child,
+        url,
+        _dir: dir,
+    }
+}
+
+fn cli(url: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .args(["--url", url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.map(<[u8]>::to_vec);
+    let writer = std::thread::spawn(move || {
+        if let Some(data) = data {
+            input.write_all(&data).unwrap();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn log_lines(n: usize) -> Vec<u8> {
+    (1..=n)
+        .map(|i| {
+            format!(
+                "2026-11-22T06:{:02}:{:02} INFO worker {} handled request {i} in {} ms\n",
+                i % 60,
+                i % 59,
+                i % 7,
+                i * 31 % 997
+            )
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn put_a_50_mb_pipe_then_fetch_lines_list_stats_and_errors() {
+    let server = start();
+    let url = &server.url;
+    let mut content = log_lines(700_000);
+    content.truncate(50 << 20);
+    let put = cli(
+        url,
+        &[
+            "put",
+            "--stdin",
+            "--type",
+            "TOOL_OUTPUT",
+            "--subtype",
+            "pytest",
+            "--tag",
+            "ci",
+            "--json",
+        ],
+        Some(&content),
+    );
+    let put = json(&put);
+    assert_eq!(put["bytes"], content.len());
+    let id = put["id"].as_str().unwrap().to_owned();
+
+    let lines = cli(url, &["fetch", &id, "--lines", "100:200"], None);
+    assert!(lines.status.success());
+    let expected: Vec<&[u8]> = content
+        .split_inclusive(|&b| b == b'\n')
+        .skip(99)
+        .take(101)
+        .collect();
+    assert_eq!(lines.stdout, expected.concat());
+
+    let summary = cli(url, &["fetch", &id, "--summary-only"], None);
+    assert!(String::from_utf8_lossy(&summary.stdout).contains(&format!("mem://{id}")));
+
+    let list = json(&cli(url, &["list", "--json", "--tag", "ci"], None));
+    assert_eq!(list["memories"][0]["id"], id.as_str());
+    let human = cli(url, &["list"], None);
+    assert!(String::from_utf8_lossy(&human.stdout).contains(&id[..12]));
+    let stats = json(&cli(url, &["stats", "--json"], None));
+    assert!(stats.is_object());
+
+    let unknown = cli(url, &["fetch", &"ab".repeat(32), "--lines", "1:2"], None);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).starts_with("error: not_found: "));
+    let usage = cli(url, &["fetch", &id, "--lines", "x"], None);
+    assert_eq!(usage.status.code(), Some(2));
+    let down = cli(
+        &format!("http://127.0.0.1:{}", free_port()),
+        &["stats"],
+        None,
+    );
+    assert_eq!(
+        down.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+}
+
+#[test]
+fn export_to_a_file_and_import_into_a_second_server_gives_the_same_ids() {
+    let (a, b) = (start(), start());
+    let mut ids = Vec::new();
+    for n in [10, 5_000] {
+        let put = json(&cli(
+            &a.url,
+            &["put", "--stdin", "--json"],
+            Some(&log_lines(n)),
+        ));
+        ids.push(put["id"].as_str().unwrap().to_owned());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ns.tar");
+    let file_arg = file.to_str().unwrap();
+    let export = cli(&a.url, &["export", "-o", file_arg], None);
+    assert!(
+        export.status.success(),
+        "{}",
+        String::from_utf8_lossy(&export.stderr)
+    );
+    let import = json(&cli(&b.url, &["import", file_arg, "--json"], None));
+    assert_eq!(import["imported"], 2);
+    let list = json(&cli(&b.url, &["list", "--json"], None));
+    let mut got: Vec<String> = list["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect();
+    got.sort();
+    ids.sort();
+    assert_eq!(got, ids);
+    assert!(Path::new(file_arg).exists());
+}
