@@ -12,6 +12,7 @@ use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
 use crate::domain::pricing::Pricing;
+use crate::domain::search::Search;
 use crate::domain::slicing::SliceLimits;
 use crate::domain::summarizer::{self, SummarizerConfig};
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
@@ -29,6 +30,8 @@ pub struct App {
     ledger_flusher: tokio::task::JoinHandle<()>,
     /// The LLM summary task, when configured.
     summarizer: Option<tokio::task::JoinHandle<()>>,
+    /// The background search indexer, unless turned off.
+    indexer: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl App {
@@ -100,6 +103,8 @@ impl App {
         };
         let memories = Arc::new(memories.with_summaries(config.summary_chars, queue));
         let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
+        let search = Arc::new(Search::new(meta.clone(), blobs.clone()));
+        let indexer = config.search_index.then(|| search.spawn_indexer());
         let state = AppState {
             memories,
             ledger,
@@ -109,6 +114,7 @@ impl App {
             config: Arc::new(HttpConfig {
                 max_json_bytes: config.max_json_bytes,
             }),
+            search,
         };
         Ok(Self {
             state,
@@ -116,6 +122,7 @@ impl App {
             flusher,
             ledger_flusher,
             summarizer,
+            indexer,
         })
     }
 
@@ -127,6 +134,9 @@ impl App {
     /// Writes pending read statistics and closes the stores.
     pub async fn shutdown(self) {
         self.flusher.abort();
+        if let Some(indexer) = &self.indexer {
+            indexer.abort();
+        }
         if let Some(summarizer) = &self.summarizer {
             summarizer.abort();
         }

@@ -73,6 +73,9 @@ pub enum DomainError {
         /// A sentence for the client.
         message: String,
     },
+    /// A search query that cannot be translated (the reason for the client).
+    #[error("invalid search query: {0}")]
+    InvalidQuery(String),
     /// A storage backend failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

@@ -11,6 +11,7 @@ pub mod memories;
 pub mod pricing;
 pub mod reader;
 pub mod redact;
+pub mod search;
 pub mod seekable;
 pub mod slicing;
 pub mod summarizer;

@@ -152,6 +152,9 @@ impl From<DomainError> for AppError {
                     resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 )
                 .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs)),
+            DomainError::InvalidQuery(_) => {
+                Self::new(StatusCode::BAD_REQUEST, "invalid_query", message).with("field", "q")
+            }
             DomainError::Storage(e) => e.into(),
         }
     }

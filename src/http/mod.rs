@@ -16,6 +16,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use crate::domain::ledger::Ledger;
 use crate::domain::memories::Memories;
+use crate::domain::search::Search;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::MetaStore;
 
@@ -28,6 +29,8 @@ mod json_body;
 mod memories;
 pub mod openapi;
 mod panic;
+mod refs;
+mod search;
 mod slices;
 mod stats;
 mod usage;
@@ -56,6 +59,8 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// HTTP limits.
     pub config: Arc<HttpConfig>,
+    /// Full-text search and refs.
+    pub search: Arc<Search>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -73,6 +78,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(usage::post))
         .routes(routes!(stats::get))
         .routes(routes!(tokens::count))
+        .routes(routes!(search::get))
+        .routes(routes!(refs::get))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

@@ -23,3 +23,4 @@ mod stats;
 mod usage;
 mod summaries;
 mod tokens;
+mod search;

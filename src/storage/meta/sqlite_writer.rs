@@ -16,7 +16,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::sqlite_puts::{Written, put};
-use super::{AccessUpdate, LedgerBatch, NewMemory};
+use super::{AccessUpdate, FrameBatch, LedgerBatch, NewMemory};
 use crate::storage::StorageError;
 
 /// Most commands committed in one transaction.
@@ -44,6 +44,8 @@ pub(super) enum WriteCommand {
     Access(Vec<AccessUpdate>, Reply<()>),
     /// Add the ledger's batched counters and usage.
     Ledger(Box<LedgerBatch>, Reply<()>),
+    /// Add frames to the full-text index.
+    Index(Box<FrameBatch>, Reply<()>),
     /// Commit what is queued, then stop.
     Shutdown(oneshot::Sender<()>),
 }
@@ -54,6 +56,7 @@ enum Outcome {
     Delete(bool),
     Access,
     Ledger,
+    Index,
 }
 
 impl WriteCommand {
@@ -64,6 +67,8 @@ impl WriteCommand {
             (Self::Delete { reply, .. }, Ok(Outcome::Delete(found))) => drop(reply.send(Ok(found))),
             (Self::Access(_, reply), Ok(Outcome::Access)) => drop(reply.send(Ok(()))),
             (Self::Ledger(_, reply), Ok(Outcome::Ledger)) => drop(reply.send(Ok(()))),
+            (Self::Index(_, reply), Ok(Outcome::Index)) => drop(reply.send(Ok(()))),
+            (Self::Index(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Put(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Delete { reply, .. }, Err(e)) => drop(reply.send(Err(e))),
             (Self::Access(_, reply), Err(e)) => drop(reply.send(Err(e))),
@@ -176,6 +181,10 @@ fn transaction(
             WriteCommand::Ledger(batch, _) => {
                 super::sqlite_ledger::write(&tx, batch)?;
                 Outcome::Ledger
+            }
+            WriteCommand::Index(batch, _) => {
+                super::sqlite_search::index(&tx, batch)?;
+                Outcome::Index
             }
             WriteCommand::Shutdown(_) => continue,
         });
