@@ -30,11 +30,14 @@ fn frame_count(reader: &ObjectReader) -> usize {
 }
 
 /// The text indexed for frame `idx`: its content plus the rest of its last
-/// line from the next frame, so no word is cut at a frame boundary. Also
-/// returns the line number of its first byte. `None` for binary content.
+/// line from the next frame, so no word is cut at a frame boundary; with
+/// `lead`, also the start of its first line from the previous frame (for
+/// hits, whose text is then the whole line). Also returns the line number
+/// of its first byte. `None` for binary content.
 pub(super) async fn frame_text(
     reader: &mut ObjectReader,
     idx: usize,
+    lead: bool,
 ) -> Result<Option<(u64, String)>, DomainError> {
     let Some(entry) = reader.frame_entry(idx) else {
         return Ok(None);
@@ -44,7 +47,15 @@ pub(super) async fn frame_text(
     if memchr::memchr(0, &data[..data.len().min(BINARY_SNIFF)]).is_some() {
         return Ok(None);
     }
-    let mut bytes = data.to_vec();
+    let mut bytes = Vec::with_capacity(data.len());
+    if lead && idx > 0 && !data.starts_with(b"\n") {
+        let whole = reader.frame_entry(idx - 1).map_or(0, |e| e.content_len as usize);
+        let previous = reader.frame(idx - 1, whole).await?;
+        let from = previous.len().saturating_sub(CONTINUATION_BYTES);
+        let start = memchr::memrchr(b'\n', &previous[from..]).map_or(from, |p| from + p + 1);
+        bytes.extend_from_slice(&previous[start..]);
+    }
+    bytes.extend_from_slice(&data);
     if !data.ends_with(b"\n") && reader.frame_entry(idx + 1).is_some() {
         let next = reader.frame(idx + 1, CONTINUATION_BYTES).await?;
         let upto = next.len().min(CONTINUATION_BYTES);
@@ -103,7 +114,7 @@ async fn index_object(
     let frames = frame_count(&reader);
     let mut text_bytes = 0;
     for idx in 0..frames {
-        let text = match frame_text(&mut reader, idx).await {
+        let text = match frame_text(&mut reader, idx, false).await {
             Ok(Some((_, text))) => text,
             Ok(None) => break, // binary: nothing worth indexing
             Err(DomainError::Corrupt { detail, .. }) => {
