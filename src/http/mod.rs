@@ -33,8 +33,8 @@ mod refs;
 mod search;
 mod slices;
 mod stats;
-mod usage;
 mod tokens;
+mod usage;
 pub mod views;
 
 /// Limits of the HTTP layer itself.

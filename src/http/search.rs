@@ -130,8 +130,16 @@ pub async fn get(
         thread: params.thread,
         checkpoint: params.checkpoint,
         directory: params.directory,
-        since: params.since.as_deref().map(|t| parse_time("since", t)).transpose()?,
-        until: params.until.as_deref().map(|t| parse_time("until", t)).transpose()?,
+        since: params
+            .since
+            .as_deref()
+            .map(|t| parse_time("since", t))
+            .transpose()?,
+        until: params
+            .until
+            .as_deref()
+            .map(|t| parse_time("until", t))
+            .transpose()?,
         after: None,
         limit,
     };

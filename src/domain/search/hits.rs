@@ -23,13 +23,17 @@ fn holds(tokens: &[String], term: &Term) -> bool {
         return false;
     }
     tokens.windows(n).any(|window| {
-        window.iter().zip(&term.words).enumerate().all(|(i, (token, word))| {
-            if term.prefix && i == n - 1 {
-                token.starts_with(word.as_str())
-            } else {
-                token == word
-            }
-        })
+        window
+            .iter()
+            .zip(&term.words)
+            .enumerate()
+            .all(|(i, (token, word))| {
+                if term.prefix && i == n - 1 {
+                    token.starts_with(word.as_str())
+                } else {
+                    token == word
+                }
+            })
     })
 }
 
@@ -97,8 +101,14 @@ mod tests {
         assert_eq!(
             hits,
             [
-                Hit { line: 11, text: "the Parser failed".into() },
-                Hit { line: 13, text: "parsing again".into() }
+                Hit {
+                    line: 11,
+                    text: "the Parser failed".into()
+                },
+                Hit {
+                    line: 13,
+                    text: "parsing again".into()
+                }
             ]
         );
         assert!(scan(text, 1, &[term(&["pars"], false)], 5).is_empty());

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::domain::DomainError;
 use crate::domain::reader::ObjectReader;
-use crate::storage::meta::{FrameBatch, IndexedFrame, MetaStore};
 use crate::storage::blob::BlobStore;
+use crate::storage::meta::{FrameBatch, IndexedFrame, MetaStore};
 
 /// Objects taken from the queue at a time.
 const PENDING_BATCH: u32 = 16;
@@ -26,7 +26,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Number of frames `reader` has (raw content is one).
 fn frame_count(reader: &ObjectReader) -> usize {
-    (0..).take_while(|&i| reader.frame_entry(i).is_some()).count()
+    (0..)
+        .take_while(|&i| reader.frame_entry(i).is_some())
+        .count()
 }
 
 /// The text indexed for frame `idx`: its content plus the rest of its last
@@ -49,7 +51,9 @@ pub(super) async fn frame_text(
     }
     let mut bytes = Vec::with_capacity(data.len());
     if lead && idx > 0 && !data.starts_with(b"\n") {
-        let whole = reader.frame_entry(idx - 1).map_or(0, |e| e.content_len as usize);
+        let whole = reader
+            .frame_entry(idx - 1)
+            .map_or(0, |e| e.content_len as usize);
         let previous = reader.frame(idx - 1, whole).await?;
         let from = previous.len().saturating_sub(CONTINUATION_BYTES);
         let start = memchr::memrchr(b'\n', &previous[from..]).map_or(from, |p| from + p + 1);
@@ -62,7 +66,10 @@ pub(super) async fn frame_text(
         let end = memchr::memchr(b'\n', &next[..upto]).unwrap_or(upto);
         bytes.extend_from_slice(&next[..end]);
     }
-    Ok(Some((first_line, String::from_utf8_lossy(&bytes).into_owned())))
+    Ok(Some((
+        first_line,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )))
 }
 
 /// Indexes pending objects until the queue is empty or the task is stopped.

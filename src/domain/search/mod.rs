@@ -129,7 +129,9 @@ impl Search {
             if found.len() >= hits::MAX_HITS {
                 break;
             }
-            if let Some((first_line, text)) = indexer::frame_text(&mut reader, idx as usize, true).await? {
+            if let Some((first_line, text)) =
+                indexer::frame_text(&mut reader, idx as usize, true).await?
+            {
                 for hit in hits::scan(&text, first_line, terms, hits::MAX_HITS - found.len()) {
                     if !found.iter().any(|h| h.line == hit.line) {
                         found.push(hit);

@@ -61,16 +61,18 @@ fn lex(input: &str) -> Result<Vec<Token>, QueryError> {
             tokens.push(if c == '(' { Token::Open } else { Token::Close });
             rest = &rest[1..];
         } else if c == '"' {
-            let end = rest[1..]
-                .find('"')
-                .ok_or_else(|| QueryError("unterminated quote: close the phrase with `\"`".into()))?;
+            let end = rest[1..].find('"').ok_or_else(|| {
+                QueryError("unterminated quote: close the phrase with `\"`".into())
+            })?;
             let phrase = &rest[1..=end];
             rest = &rest[end + 2..];
             let prefix = rest.starts_with('*');
             rest = rest.trim_start_matches('*');
             let words: Vec<String> = words(phrase).collect();
             if words.is_empty() {
-                return Err(QueryError(format!("phrase \"{phrase}\" has no searchable words")));
+                return Err(QueryError(format!(
+                    "phrase \"{phrase}\" has no searchable words"
+                )));
             }
             tokens.push(Token::Term(Term { words, prefix }));
         } else {
@@ -135,7 +137,11 @@ pub fn parse(input: &str) -> Result<Query, QueryError> {
         match token {
             Token::Term(term) => {
                 count += 1;
-                let quoted = format!("\"{}\"{}", term.words.join(" "), if term.prefix { "*" } else { "" });
+                let quoted = format!(
+                    "\"{}\"{}",
+                    term.words.join(" "),
+                    if term.prefix { "*" } else { "" }
+                );
                 push(&mut fts, &quoted);
                 if pending_not {
                     pending_not = false;
@@ -158,7 +164,9 @@ pub fn parse(input: &str) -> Result<Query, QueryError> {
                     return Err(QueryError("`)` without a matching `(`".into()));
                 }
                 if want_operand {
-                    return Err(QueryError("empty parentheses or an operator before `)`".into()));
+                    return Err(QueryError(
+                        "empty parentheses or an operator before `)`".into(),
+                    ));
                 }
                 depth -= 1;
                 if negated == Some(depth) {
@@ -185,7 +193,9 @@ pub fn parse(input: &str) -> Result<Query, QueryError> {
         return Err(QueryError("the query has no searchable words".into()));
     }
     if count > MAX_TERMS {
-        return Err(QueryError(format!("the query has more than {MAX_TERMS} terms")));
+        return Err(QueryError(format!(
+            "the query has more than {MAX_TERMS} terms"
+        )));
     }
     if want_operand {
         return Err(QueryError("the query ends with an operator".into()));
@@ -220,7 +230,10 @@ mod tests {
     #[test]
     fn punctuation_never_reaches_fts_as_syntax() {
         assert_eq!(fts("foo.bar"), r#""foo bar""#);
-        assert_eq!(fts(r#"col:val ^start NEAR(a)"#), r#""col val" "start" "near" ("a")"#);
+        assert_eq!(
+            fts(r#"col:val ^start NEAR(a)"#),
+            r#""col val" "start" "near" ("a")"#
+        );
         assert_eq!(fts("a - b"), r#""a" "b""#);
     }
 

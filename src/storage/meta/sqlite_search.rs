@@ -18,7 +18,8 @@ pub(super) fn index(conn: &Connection, batch: &FrameBatch) -> Result<(), Storage
         let mut frame = conn.prepare_cached(
             "INSERT INTO search_frames (hash, idx) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
         )?;
-        let mut fts = conn.prepare_cached("INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)")?;
+        let mut fts =
+            conn.prepare_cached("INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)")?;
         for f in &batch.frames {
             // A frame indexed before a restart is not indexed twice.
             if frame.execute((&batch.hash, i64::from(f.idx)))? == 1 {
@@ -38,12 +39,11 @@ pub(super) async fn pending(
     pool: &SqlitePool,
     limit: u32,
 ) -> Result<Vec<PendingObject>, StorageError> {
-    let rows = sqlx::query(
-        "SELECT hash, bytes FROM search_pending ORDER BY queued_at, hash LIMIT ?",
-    )
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
+    let rows =
+        sqlx::query("SELECT hash, bytes FROM search_pending ORDER BY queued_at, hash LIMIT ?")
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
     rows.iter()
         .map(|r| {
             Ok(PendingObject {
@@ -115,7 +115,8 @@ fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &ListQuery) {
     ];
     for (column, value) in exact {
         if let Some(value) = value {
-            sql.push(format!(" AND {column} = ")).push_bind(value.clone());
+            sql.push(format!(" AND {column} = "))
+                .push_bind(value.clone());
         }
     }
     if let Some(tag) = &query.tag {
@@ -173,7 +174,10 @@ mod tests {
         assert_eq!(store.index_lag().await.unwrap().objects, 1);
         let batch = FrameBatch {
             hash: "ab".repeat(32),
-            frames: vec![super::super::IndexedFrame { idx: 0, text: "zebra zebra".into() }],
+            frames: vec![super::super::IndexedFrame {
+                idx: 0,
+                text: "zebra zebra".into(),
+            }],
             done: true,
         };
         store.index_frames(batch.clone()).await.unwrap();
