@@ -98,18 +98,18 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
     wait_for_index(&app, None).await;
     assert_eq!(
         ids(&search(&app, &format!("q={}", enc("\"open the file\""))).await),
-        [phrase.clone()]
+        [phrase]
     );
     let both = ids(&search(&app, "q=open%20file").await);
     assert_eq!(both.len(), 2);
     assert!(both.contains(&apart));
     let found = search(&app, &format!("q={}", enc("pars*"))).await;
-    assert_eq!(ids(&found), [prefix.clone()]);
+    assert_eq!(ids(&found), [prefix]);
     assert_eq!(found["results"][0]["hits"][0]["text"], "the parser crashed");
     assert!(ids(&search(&app, "q=pars").await).is_empty());
     assert_eq!(
         ids(&search(&app, &format!("q={}", enc("file NOT please"))).await),
-        [apart.clone()]
+        [apart]
     );
     let either = ids(&search(&app, &format!("q={}", enc("crashed OR please"))).await);
     assert_eq!(either.len(), 2);
@@ -179,7 +179,7 @@ async fn filters_narrow_the_results() {
     ] {
         assert_eq!(
             ids(&search(&app, &format!("q=needle&{filter}")).await),
-            [want.clone()],
+            vec![want.clone()],
             "{filter}"
         );
     }
