@@ -13,6 +13,7 @@ use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
 use crate::domain::pricing::Pricing;
+use crate::domain::search::Search;
 use crate::domain::slicing::SliceLimits;
 use crate::domain::summarizer::{self, SummarizerConfig};
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
@@ -30,6 +31,8 @@ pub struct App {
     ledger_flusher: tokio::task::JoinHandle<()>,
     /// The LLM summary task, when configured.
     summarizer: Option<tokio::task::JoinHandle<()>>,
+    /// The background search indexer, unless turned off.
+    indexer: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl App {
@@ -102,6 +105,8 @@ impl App {
         };
         let memories = Arc::new(memories.with_summaries(config.summary_chars, queue));
         let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
+        let search = Arc::new(Search::new(meta.clone(), blobs.clone()));
+        let indexer = config.search_index.then(|| search.spawn_indexer());
         let state = AppState {
             compressor: Arc::new(Compressor::new(memories.clone())),
             governor: Arc::new(governor),
@@ -113,6 +118,7 @@ impl App {
             config: Arc::new(HttpConfig {
                 max_json_bytes: config.max_json_bytes,
             }),
+            search,
         };
         Ok(Self {
             state,
@@ -120,6 +126,7 @@ impl App {
             flusher,
             ledger_flusher,
             summarizer,
+            indexer,
         })
     }
 
@@ -131,6 +138,9 @@ impl App {
     /// Writes pending read statistics and closes the stores.
     pub async fn shutdown(self) {
         self.flusher.abort();
+        if let Some(indexer) = &self.indexer {
+            indexer.abort();
+        }
         if let Some(summarizer) = &self.summarizer {
             summarizer.abort();
         }

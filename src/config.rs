@@ -145,6 +145,10 @@ pub struct Config {
     /// `{"models": {"gpt-4.1": {"warn": .., "pointer_only": ..}}, "namespaces": {..}}`.
     #[arg(long, env = "CAIRN_GOVERNOR_FILE")]
     pub governor_file: Option<PathBuf>,
+    /// Index new content for full-text search in the background (`false`:
+    /// the queue is kept, searched content stays as indexed so far).
+    #[arg(long, env = "CAIRN_SEARCH_INDEX", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub search_index: bool,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,

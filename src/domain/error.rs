@@ -89,6 +89,9 @@ pub enum DomainError {
         /// What is wrong with it.
         message: String,
     },
+    /// A search query that cannot be translated (the reason for the client).
+    #[error("invalid search query: {0}")]
+    InvalidQuery(String),
     /// A storage backend failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

@@ -14,6 +14,7 @@ pub mod portable;
 pub mod pricing;
 pub mod reader;
 pub mod redact;
+pub mod search;
 pub mod seekable;
 pub mod slicing;
 pub mod summarizer;

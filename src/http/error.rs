@@ -159,6 +159,9 @@ impl From<DomainError> for AppError {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive", message)
                     .with("item", item)
             }
+            DomainError::InvalidQuery(_) => {
+                Self::new(StatusCode::BAD_REQUEST, "invalid_query", message).with("field", "q")
+            }
             DomainError::Storage(e) => e.into(),
         }
     }

@@ -285,7 +285,7 @@ pub async fn list(
     }))
 }
 
-fn parse_time(field: &'static str, text: &str) -> Result<i64, AppError> {
+pub(super) fn parse_time(field: &'static str, text: &str) -> Result<i64, AppError> {
     if let Ok(seconds) = text.parse::<i64>() {
         return Ok(seconds.saturating_mul(1000));
     }

@@ -18,6 +18,7 @@ use crate::domain::compress::Compressor;
 use crate::domain::governor::GovernorConfig;
 use crate::domain::ledger::Ledger;
 use crate::domain::memories::Memories;
+use crate::domain::search::Search;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::MetaStore;
 
@@ -33,6 +34,8 @@ mod memories;
 pub mod openapi;
 mod panic;
 mod portable;
+mod refs;
+mod search;
 mod slices;
 mod stats;
 mod tokens;
@@ -65,6 +68,8 @@ pub struct AppState {
     pub compressor: Arc<Compressor>,
     /// Governor limits (global, per model, per namespace).
     pub governor: Arc<GovernorConfig>,
+    /// Full-text search and refs.
+    pub search: Arc<Search>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -86,6 +91,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(governor::governor))
         .routes(routes!(portable::export))
         .routes(routes!(portable::import))
+        .routes(routes!(search::get))
+        .routes(routes!(refs::get))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

@@ -97,6 +97,16 @@ pub struct PutsView {
     pub new_bytes: u64,
 }
 
+/// How far the full-text index is behind: content put but not yet searchable.
+/// Server-wide (objects are indexed once for every namespace).
+#[derive(Serialize, ToSchema, Default)]
+pub struct SearchIndexView {
+    /// Objects waiting to be indexed.
+    pub pending_objects: u64,
+    /// Their content bytes.
+    pub pending_bytes: u64,
+}
+
 /// The caller's namespace in figures. Nothing here counts another namespace.
 #[derive(Serialize, ToSchema)]
 pub struct StatsView {
@@ -131,6 +141,8 @@ pub struct StatsView {
     pub budget: BudgetView,
     /// Learned calibration factors by model.
     pub calibration: Vec<ModelCalibrationView>,
+    /// Full-text index lag.
+    pub search_index: SearchIndexView,
 }
 
 impl StatsView {
@@ -184,6 +196,7 @@ impl StatsView {
                     calibration: c.into(),
                 })
                 .collect(),
+            search_index: SearchIndexView::default(),
         }
     }
 }
@@ -201,5 +214,11 @@ pub async fn get(
     caller: Caller,
 ) -> Result<Json<StatsView>, AppError> {
     let stats = state.ledger.stats(&caller.namespace).await?;
-    Ok(Json(StatsView::new(caller.namespace, stats)))
+    let lag = state.search.lag().await?;
+    let mut view = StatsView::new(caller.namespace, stats);
+    view.search_index = SearchIndexView {
+        pending_objects: lag.objects,
+        pending_bytes: lag.bytes,
+    };
+    Ok(Json(view))
 }

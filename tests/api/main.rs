@@ -22,6 +22,7 @@ mod openapi;
 mod portable;
 mod redact;
 mod safety;
+mod search;
 mod stats;
 mod summaries;
 mod tokens;

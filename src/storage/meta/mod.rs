@@ -5,15 +5,18 @@ use async_trait::async_trait;
 use super::StorageError;
 
 mod ledger_rows;
+mod search_rows;
 pub mod sqlite;
 mod sqlite_ledger;
 mod sqlite_portable;
 mod sqlite_puts;
+mod sqlite_search;
 mod sqlite_writer;
 
 pub use ledger_rows::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
 };
+pub use search_rows::{FrameBatch, IndexLag, IndexedFrame, PendingObject, SearchRow};
 
 /// Where an object's bytes live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,6 +319,20 @@ pub trait MetaStore: Send + Sync {
     /// Restores an archived memory with its original metadata, in one
     /// transaction; false (and nothing written) when the namespace has it already.
     async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError>;
+    /// Up to `limit` objects waiting for the full-text index, oldest first.
+    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError>;
+    /// Adds frames of one object to the full-text index (idempotent per frame).
+    async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError>;
+    /// Objects and bytes waiting for the full-text index.
+    async fn index_lag(&self) -> Result<IndexLag, StorageError>;
+    /// Memories of `filter.namespace` whose frames match the full-text
+    /// `expression` (already safe for the backend), best first, at most
+    /// `filter.limit`, within the filter's fields (`after` is ignored).
+    async fn search(
+        &self,
+        expression: &str,
+        filter: &ListQuery,
+    ) -> Result<Vec<SearchRow>, StorageError>;
     /// Checks that the store answers.
     async fn ping(&self) -> Result<(), StorageError>;
     /// Flushes and closes.

@@ -23,6 +23,7 @@ use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
     sqlite_ledger,
 };
+use super::{FrameBatch, IndexLag, PendingObject, SearchRow, sqlite_search};
 use crate::storage::StorageError;
 
 /// Columns of a memory joined with its object, in the order [`memory_from_row`] reads.
@@ -253,6 +254,27 @@ impl MetaStore for SqliteMetaStore {
 
     async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError> {
         sqlite_ledger::namespace_totals(&self.read, namespace).await
+    }
+
+    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
+        sqlite_search::pending(&self.read, limit).await
+    }
+
+    async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {
+        self.send(|reply| WriteCommand::Index(Box::new(batch), reply))
+            .await
+    }
+
+    async fn index_lag(&self) -> Result<IndexLag, StorageError> {
+        sqlite_search::lag(&self.read).await
+    }
+
+    async fn search(
+        &self,
+        expression: &str,
+        filter: &ListQuery,
+    ) -> Result<Vec<SearchRow>, StorageError> {
+        sqlite_search::search(&self.read, expression, filter).await
     }
 
     async fn ping(&self) -> Result<(), StorageError> {

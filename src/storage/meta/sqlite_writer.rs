@@ -16,7 +16,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::sqlite_puts::{Written, put};
-use super::{AccessUpdate, ImportedMemory, LedgerBatch, NewMemory};
+use super::{AccessUpdate, FrameBatch, ImportedMemory, LedgerBatch, NewMemory};
 use crate::storage::StorageError;
 
 /// Most commands committed in one transaction.
@@ -46,6 +46,8 @@ pub(super) enum WriteCommand {
     Ledger(Box<LedgerBatch>, Reply<()>),
     /// Restore an archived memory (export/import).
     Import(Box<ImportedMemory>, Reply<bool>),
+    /// Add frames to the full-text index.
+    Index(Box<FrameBatch>, Reply<()>),
     /// Commit what is queued, then stop.
     Shutdown(oneshot::Sender<()>),
 }
@@ -57,6 +59,7 @@ enum Outcome {
     Access,
     Ledger,
     Import(bool),
+    Index,
 }
 
 impl WriteCommand {
@@ -69,6 +72,8 @@ impl WriteCommand {
             (Self::Ledger(_, reply), Ok(Outcome::Ledger)) => drop(reply.send(Ok(()))),
             (Self::Import(_, reply), Ok(Outcome::Import(done))) => drop(reply.send(Ok(done))),
             (Self::Import(_, reply), Err(e)) => drop(reply.send(Err(e))),
+            (Self::Index(_, reply), Ok(Outcome::Index)) => drop(reply.send(Ok(()))),
+            (Self::Index(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Put(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Delete { reply, .. }, Err(e)) => drop(reply.send(Err(e))),
             (Self::Access(_, reply), Err(e)) => drop(reply.send(Err(e))),
@@ -184,6 +189,10 @@ fn transaction(
             }
             WriteCommand::Import(memory, _) => {
                 Outcome::Import(super::sqlite_portable::import(&tx, memory)?)
+            }
+            WriteCommand::Index(batch, _) => {
+                super::sqlite_search::index(&tx, batch)?;
+                Outcome::Index
             }
             WriteCommand::Shutdown(_) => continue,
         });

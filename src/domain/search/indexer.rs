@@ -1,0 +1,152 @@
+//! The background indexer: takes objects from the persisted pending queue,
+//! reads their frames through the reader and adds one full-text row per
+//! frame. Puts never wait for it; `/v1/stats` shows how far behind it is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::domain::DomainError;
+use crate::domain::reader::ObjectReader;
+use crate::storage::blob::BlobStore;
+use crate::storage::meta::{FrameBatch, IndexedFrame, MetaStore};
+
+/// Objects taken from the queue at a time.
+const PENDING_BATCH: u32 = 16;
+/// Text sent to the writer in one command: large objects go in several, so a
+/// put queued behind the indexer waits for little.
+const TEXT_PER_WRITE: usize = 256 << 10;
+/// How much of the next frame completes a frame's last line.
+const CONTINUATION_BYTES: usize = 16 << 10;
+/// Content bytes looked at to tell binary content (a NUL byte) from text.
+const BINARY_SNIFF: usize = 8 << 10;
+/// Pause between looks at an empty queue.
+pub const IDLE_POLL: Duration = Duration::from_millis(100);
+/// Pause after a storage error before trying again.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Number of frames `reader` has (raw content is one).
+fn frame_count(reader: &ObjectReader) -> usize {
+    (0..)
+        .take_while(|&i| reader.frame_entry(i).is_some())
+        .count()
+}
+
+/// The text indexed for frame `idx`: its content plus the rest of its last
+/// line from the next frame, so no word is cut at a frame boundary; with
+/// `lead`, also the start of its first line from the previous frame (for
+/// hits, whose text is then the whole line). Also returns the line number
+/// of its first byte. `None` for binary content.
+pub(super) async fn frame_text(
+    reader: &mut ObjectReader,
+    idx: usize,
+    lead: bool,
+) -> Result<Option<(u64, String)>, DomainError> {
+    let Some(entry) = reader.frame_entry(idx) else {
+        return Ok(None);
+    };
+    let (first_line, len) = (entry.first_line, entry.content_len as usize);
+    let data = reader.frame(idx, len).await?;
+    if memchr::memchr(0, &data[..data.len().min(BINARY_SNIFF)]).is_some() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(data.len());
+    if lead && idx > 0 && !data.starts_with(b"\n") {
+        let whole = reader
+            .frame_entry(idx - 1)
+            .map_or(0, |e| e.content_len as usize);
+        let previous = reader.frame(idx - 1, whole).await?;
+        let from = previous.len().saturating_sub(CONTINUATION_BYTES);
+        let start = memchr::memrchr(b'\n', &previous[from..]).map_or(from, |p| from + p + 1);
+        bytes.extend_from_slice(&previous[start..]);
+    }
+    bytes.extend_from_slice(&data);
+    if !data.ends_with(b"\n") && reader.frame_entry(idx + 1).is_some() {
+        let next = reader.frame(idx + 1, CONTINUATION_BYTES).await?;
+        let upto = next.len().min(CONTINUATION_BYTES);
+        let end = memchr::memchr(b'\n', &next[..upto]).unwrap_or(upto);
+        bytes.extend_from_slice(&next[..end]);
+    }
+    Ok(Some((
+        first_line,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )))
+}
+
+/// Indexes pending objects until the queue is empty or the task is stopped.
+pub(super) async fn run(
+    meta: Arc<dyn MetaStore>,
+    blobs: Arc<dyn BlobStore>,
+    wake: Arc<tokio::sync::Notify>,
+) {
+    loop {
+        match step(meta.as_ref(), &blobs).await {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = tokio::time::timeout(IDLE_POLL, wake.notified()).await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "search indexing failed; retrying");
+                tokio::time::sleep(RETRY_AFTER).await;
+            }
+        }
+    }
+}
+
+/// Indexes one batch of pending objects; false when there was none.
+async fn step(meta: &dyn MetaStore, blobs: &Arc<dyn BlobStore>) -> Result<bool, DomainError> {
+    let pending = meta.search_pending(PENDING_BATCH).await?;
+    for object in &pending {
+        index_object(meta, blobs, &object.hash).await?;
+    }
+    Ok(!pending.is_empty())
+}
+
+/// Indexes every frame of one object, then takes it off the queue.
+#[tracing::instrument(skip_all, fields(object.hash = hash))]
+async fn index_object(
+    meta: &dyn MetaStore,
+    blobs: &Arc<dyn BlobStore>,
+    hash: &str,
+) -> Result<(), DomainError> {
+    let mut batch = FrameBatch {
+        hash: hash.to_owned(),
+        ..FrameBatch::default()
+    };
+    let Some(object) = meta.object(hash).await? else {
+        batch.done = true; // gone (collected) before its turn
+        meta.index_frames(batch).await?;
+        return Ok(());
+    };
+    let mut reader = ObjectReader::new(Arc::new(object), blobs.clone());
+    let frames = frame_count(&reader);
+    let mut text_bytes = 0;
+    for idx in 0..frames {
+        let text = match frame_text(&mut reader, idx, false).await {
+            Ok(Some((_, text))) => text,
+            Ok(None) => break, // binary: nothing worth indexing
+            Err(DomainError::Corrupt { detail, .. }) => {
+                tracing::warn!(%detail, "object fails verification; indexed no further");
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        text_bytes += text.len();
+        batch.frames.push(IndexedFrame {
+            idx: u32::try_from(idx).unwrap_or(u32::MAX),
+            text,
+        });
+        if text_bytes >= TEXT_PER_WRITE {
+            text_bytes = 0;
+            let full = std::mem::take(&mut batch.frames);
+            meta.index_frames(FrameBatch {
+                hash: hash.to_owned(),
+                frames: full,
+                done: false,
+            })
+            .await?;
+        }
+    }
+    batch.done = true;
+    meta.index_frames(batch).await?;
+    Ok(())
+}

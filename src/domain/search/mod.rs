@@ -1,0 +1,153 @@
+//! Full-text search over a namespace's memories, and lightweight refs.
+//!
+//! Objects are indexed once (one row per frame) by a background task; a
+//! search ranks the caller's memories by the BM25 score of their best frame
+//! and reports the matching lines of their matching frames.
+
+use std::sync::Arc;
+
+use super::DomainError;
+use super::reader::ObjectReader;
+use crate::storage::StorageError;
+use crate::storage::blob::BlobStore;
+use crate::storage::meta::{IndexLag, ListQuery, MemoryRecord, MetaStore};
+
+pub mod hits;
+mod indexer;
+pub mod query;
+
+pub use hits::Hit;
+
+/// Most results of one search.
+pub const MAX_RESULTS: u32 = 100;
+/// Results when the caller gives no limit.
+pub const DEFAULT_RESULTS: u32 = 10;
+/// Most refs of one answer.
+pub const MAX_REFS: u32 = 200;
+/// Matching frames of one memory scanned for hits.
+const FRAMES_SCANNED: usize = 3;
+
+/// A memory that matches a search.
+#[derive(Clone, Debug)]
+pub struct SearchResult {
+    /// The memory.
+    pub record: MemoryRecord,
+    /// Relevance: the negated BM25 score of its best frame (higher is better).
+    pub score: f64,
+    /// Matching lines, in line order.
+    pub hits: Vec<Hit>,
+}
+
+/// The search service and its background indexer.
+pub struct Search {
+    meta: Arc<dyn MetaStore>,
+    blobs: Arc<dyn BlobStore>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl Search {
+    /// A service over the given stores (the indexer runs once spawned).
+    pub fn new(meta: Arc<dyn MetaStore>, blobs: Arc<dyn BlobStore>) -> Self {
+        Self {
+            meta,
+            blobs,
+            wake: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
+    /// Starts the background indexer; it runs until the handle is aborted.
+    pub fn spawn_indexer(&self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(indexer::run(
+            self.meta.clone(),
+            self.blobs.clone(),
+            self.wake.clone(),
+        ))
+    }
+
+    /// Tells the indexer that new objects may be waiting (it also polls).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Objects and bytes not indexed yet.
+    pub async fn lag(&self) -> Result<IndexLag, DomainError> {
+        Ok(self.meta.index_lag().await?)
+    }
+
+    /// Memories of `filter.namespace` matching `text`, best first, each with its matching lines.
+    #[tracing::instrument(skip_all)]
+    pub async fn search(
+        &self,
+        text: &str,
+        mut filter: ListQuery,
+    ) -> Result<Vec<SearchResult>, DomainError> {
+        let parsed = query::parse(text).map_err(|e| DomainError::InvalidQuery(e.0))?;
+        filter.limit = filter.limit.clamp(1, MAX_RESULTS);
+        filter.after = None;
+        let rows = self
+            .meta
+            .search(&parsed.fts, &filter)
+            .await
+            .map_err(|e| match e {
+                // Translation should leave nothing FTS5 refuses; should it, it is still the query's fault.
+                StorageError::Database(message) if message.contains("fts5") => {
+                    DomainError::InvalidQuery(message)
+                }
+                other => DomainError::Storage(other),
+            })?;
+        let mut results = Vec::with_capacity(rows.len());
+        for row in rows {
+            let hits = match self.hits(&row.record.id, &row.frames, &parsed.terms).await {
+                Ok(hits) => hits,
+                Err(e) => {
+                    tracing::warn!(memory.id = %row.record.id, error = %e, "no hits for a search result");
+                    Vec::new()
+                }
+            };
+            results.push(SearchResult {
+                score: -row.score,
+                record: row.record,
+                hits,
+            });
+        }
+        Ok(results)
+    }
+
+    /// The matching lines of the first few matching frames of object `id`.
+    async fn hits(
+        &self,
+        id: &str,
+        frames: &[u32],
+        terms: &[query::Term],
+    ) -> Result<Vec<Hit>, DomainError> {
+        let Some(object) = self.meta.object(id).await? else {
+            return Ok(Vec::new());
+        };
+        let mut reader = ObjectReader::new(Arc::new(object), self.blobs.clone());
+        let mut found: Vec<Hit> = Vec::new();
+        for &idx in frames.iter().take(FRAMES_SCANNED) {
+            if found.len() >= hits::MAX_HITS {
+                break;
+            }
+            if let Some((first_line, text)) =
+                indexer::frame_text(&mut reader, idx as usize, true).await?
+            {
+                for hit in hits::scan(&text, first_line, terms, hits::MAX_HITS - found.len()) {
+                    if !found.iter().any(|h| h.line == hit.line) {
+                        found.push(hit);
+                    }
+                }
+            }
+        }
+        found.sort_by_key(|h| h.line);
+        Ok(found)
+    }
+
+    /// The newest memories linked to one thread, checkpoint or directory
+    /// (whichever `filter` names), at most `filter.limit`.
+    pub async fn refs(&self, mut filter: ListQuery) -> Result<Vec<MemoryRecord>, DomainError> {
+        filter.limit = filter.limit.clamp(1, MAX_REFS);
+        filter.after = None;
+        Ok(self.meta.list(&filter).await?)
+    }
+}

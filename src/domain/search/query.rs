@@ -1,0 +1,277 @@
+//! Translating a user's search query into a safe FTS5 expression.
+//!
+//! Accepted: words (implicitly AND-ed), `"quoted phrases"`, a trailing `*`
+//! for a prefix (`pars*`, `"open file"*`), the operators `AND`, `OR`, `NOT`
+//! (upper case; `NOT` is binary as in FTS5: `a NOT b`) and parentheses.
+//! Every word is re-quoted, so no character of the input reaches FTS5 as
+//! syntax; whatever cannot be translated is refused with the reason.
+
+/// Longest query accepted, in bytes.
+pub const MAX_QUERY_BYTES: usize = 1024;
+/// Most terms (words and phrases) in one query.
+pub const MAX_TERMS: usize = 64;
+
+/// A query the user sent that cannot be searched, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QueryError(pub String);
+
+/// A word or phrase to look for in matching lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Term {
+    /// Its words, lower case.
+    pub words: Vec<String>,
+    /// The last word is a prefix.
+    pub prefix: bool,
+}
+
+/// A translated query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Query {
+    /// The FTS5 expression.
+    pub fts: String,
+    /// The terms a matching line may contain (not those under `NOT`).
+    pub terms: Vec<Term>,
+}
+
+#[derive(Debug, PartialEq)]
+enum Token {
+    Term(Term),
+    And,
+    Or,
+    Not,
+    Open,
+    Close,
+}
+
+/// Words as the unicode61 tokenizer sees them (runs of letters and digits), lower case.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+fn lex(input: &str) -> Result<Vec<Token>, QueryError> {
+    let mut tokens = Vec::new();
+    let mut rest = input;
+    while let Some(c) = rest.chars().next() {
+        if c.is_whitespace() {
+            rest = &rest[c.len_utf8()..];
+        } else if c == '(' || c == ')' {
+            tokens.push(if c == '(' { Token::Open } else { Token::Close });
+            rest = &rest[1..];
+        } else if c == '"' {
+            let end = rest[1..].find('"').ok_or_else(|| {
+                QueryError("unterminated quote: close the phrase with `\"`".into())
+            })?;
+            let phrase = &rest[1..=end];
+            rest = &rest[end + 2..];
+            let prefix = rest.starts_with('*');
+            rest = rest.trim_start_matches('*');
+            let words: Vec<String> = words(phrase).collect();
+            if words.is_empty() {
+                return Err(QueryError(format!(
+                    "phrase \"{phrase}\" has no searchable words"
+                )));
+            }
+            tokens.push(Token::Term(Term { words, prefix }));
+        } else {
+            let end = rest
+                .find(|c: char| c.is_whitespace() || matches!(c, '"' | '(' | ')'))
+                .unwrap_or(rest.len());
+            let word = &rest[..end];
+            rest = &rest[end..];
+            match word {
+                "AND" => tokens.push(Token::And),
+                "OR" => tokens.push(Token::Or),
+                "NOT" => tokens.push(Token::Not),
+                _ => {
+                    let stem = word.trim_end_matches('*');
+                    let words: Vec<String> = words(stem).collect();
+                    if words.is_empty() {
+                        if stem.is_empty() {
+                            return Err(QueryError(format!(
+                                "`{word}`: a `*` must follow a word (prefix search: `pars*`)"
+                            )));
+                        }
+                        continue; // punctuation alone: nothing to search for
+                    }
+                    let prefix = stem.len() < word.len();
+                    tokens.push(Token::Term(Term { words, prefix }));
+                }
+            }
+        }
+    }
+    Ok(tokens)
+}
+
+fn operator_name(token: &Token) -> &'static str {
+    match token {
+        Token::And => "AND",
+        Token::Or => "OR",
+        Token::Not => "NOT",
+        Token::Open => "(",
+        Token::Close => ")",
+        Token::Term(_) => "a term",
+    }
+}
+
+/// Translates `input` into an FTS5 expression, or says why it cannot.
+pub fn parse(input: &str) -> Result<Query, QueryError> {
+    if input.len() > MAX_QUERY_BYTES {
+        return Err(QueryError(format!(
+            "the query is longer than {MAX_QUERY_BYTES} bytes"
+        )));
+    }
+    let tokens = lex(input)?;
+    let mut fts = String::new();
+    let mut terms = Vec::new();
+    let mut count = 0usize;
+    let mut depth = 0usize;
+    // True when the next token must be an operand (a term or `(`).
+    let mut want_operand = true;
+    // Depth below which terms count again after `NOT`, while skipping them.
+    let mut negated: Option<usize> = None;
+    let mut pending_not = false;
+    for token in tokens {
+        match token {
+            Token::Term(term) => {
+                count += 1;
+                let quoted = format!(
+                    "\"{}\"{}",
+                    term.words.join(" "),
+                    if term.prefix { "*" } else { "" }
+                );
+                push(&mut fts, &quoted);
+                if pending_not {
+                    pending_not = false;
+                } else if negated.is_none() {
+                    terms.push(term);
+                }
+                want_operand = false;
+            }
+            Token::Open => {
+                if pending_not {
+                    pending_not = false;
+                    negated.get_or_insert(depth);
+                }
+                push(&mut fts, "(");
+                depth += 1;
+                want_operand = true;
+            }
+            Token::Close => {
+                if depth == 0 {
+                    return Err(QueryError("`)` without a matching `(`".into()));
+                }
+                if want_operand {
+                    return Err(QueryError(
+                        "empty parentheses or an operator before `)`".into(),
+                    ));
+                }
+                depth -= 1;
+                if negated == Some(depth) {
+                    negated = None;
+                }
+                fts.push(')');
+            }
+            op @ (Token::And | Token::Or | Token::Not) => {
+                if want_operand {
+                    let why = if op == Token::Not {
+                        "`NOT` needs a term before it (it excludes: `a NOT b`)".to_owned()
+                    } else {
+                        format!("`{}` needs a term on each side", operator_name(&op))
+                    };
+                    return Err(QueryError(why));
+                }
+                pending_not = op == Token::Not;
+                push(&mut fts, operator_name(&op));
+                want_operand = true;
+            }
+        }
+    }
+    if count == 0 {
+        return Err(QueryError("the query has no searchable words".into()));
+    }
+    if count > MAX_TERMS {
+        return Err(QueryError(format!(
+            "the query has more than {MAX_TERMS} terms"
+        )));
+    }
+    if want_operand {
+        return Err(QueryError("the query ends with an operator".into()));
+    }
+    if depth > 0 {
+        return Err(QueryError("`(` without a matching `)`".into()));
+    }
+    Ok(Query { fts, terms })
+}
+
+fn push(fts: &mut String, piece: &str) {
+    if !fts.is_empty() && !fts.ends_with('(') {
+        fts.push(' ');
+    }
+    fts.push_str(piece);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fts(input: &str) -> String {
+        parse(input).unwrap().fts
+    }
+
+    #[test]
+    fn words_are_quoted_and_implicitly_anded() {
+        assert_eq!(fts("hello world"), r#""hello" "world""#);
+        assert_eq!(fts("Ünïcode"), r#""ünïcode""#);
+    }
+
+    #[test]
+    fn punctuation_never_reaches_fts_as_syntax() {
+        assert_eq!(fts("foo.bar"), r#""foo bar""#);
+        assert_eq!(
+            fts(r#"col:val ^start NEAR(a)"#),
+            r#""col val" "start" "near" ("a")"#
+        );
+        assert_eq!(fts("a - b"), r#""a" "b""#);
+    }
+
+    #[test]
+    fn phrases_prefixes_and_operators_translate() {
+        assert_eq!(fts(r#""open file" pars*"#), r#""open file" "pars"*"#);
+        assert_eq!(fts(r#""open fi"*"#), r#""open fi"*"#);
+        assert_eq!(fts("a OR (b NOT c)"), r#""a" OR ("b" NOT "c")"#);
+        assert_eq!(fts("a and b"), r#""a" "and" "b""#);
+    }
+
+    #[test]
+    fn negated_terms_are_not_highlighted() {
+        let q = parse("alpha NOT beta NOT (gamma OR delta) eps*").unwrap();
+        let words: Vec<_> = q.terms.iter().map(|t| t.words.join(" ")).collect();
+        assert_eq!(words, ["alpha", "eps"]);
+        assert!(q.terms[1].prefix);
+    }
+
+    #[test]
+    fn malformed_queries_are_refused_with_a_reason() {
+        for (input, reason) in [
+            ("", "no searchable words"),
+            ("  !!! ", "no searchable words"),
+            ("\"open file", "unterminated quote"),
+            ("NOT a", "NOT"),
+            ("a AND", "ends with an operator"),
+            ("a OR OR b", "needs a term"),
+            ("(a", "without a matching `)`"),
+            ("a)", "without a matching `(`"),
+            ("()", "empty parentheses"),
+            ("*", "must follow a word"),
+            ("\"...\"", "no searchable words"),
+        ] {
+            let err = parse(input).unwrap_err();
+            assert!(err.0.contains(reason), "{input:?}: {err}");
+        }
+        assert!(parse(&"a ".repeat(65)).is_err());
+        assert!(parse(&"a".repeat(2000)).is_err());
+    }
+}

@@ -1,0 +1,52 @@
+//! Rows of the full-text index: what the indexer writes and what a search reads.
+
+use super::MemoryRecord;
+
+/// An object waiting to be indexed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingObject {
+    /// Content hash.
+    pub hash: String,
+    /// Content length.
+    pub bytes: u64,
+}
+
+/// The text of one frame, as indexed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedFrame {
+    /// Frame index in the object (0 for raw content).
+    pub idx: u32,
+    /// The frame's text (with the rest of its last line).
+    pub text: String,
+}
+
+/// Frames of one object to add to the index; `done` ends the object's indexing.
+#[derive(Clone, Debug, Default)]
+pub struct FrameBatch {
+    /// Content hash.
+    pub hash: String,
+    /// Frames to add (a frame already indexed is skipped).
+    pub frames: Vec<IndexedFrame>,
+    /// True on the object's last batch: it leaves the pending queue.
+    pub done: bool,
+}
+
+/// Objects (and their content bytes) not indexed yet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexLag {
+    /// Objects waiting.
+    pub objects: u64,
+    /// Their content bytes.
+    pub bytes: u64,
+}
+
+/// A memory that matches a search, with its matching frames.
+#[derive(Clone, Debug)]
+pub struct SearchRow {
+    /// The memory.
+    pub record: MemoryRecord,
+    /// BM25 score of its best frame (lower is better, as SQLite's `bm25()`).
+    pub score: f64,
+    /// Indexes of its matching frames, best first.
+    pub frames: Vec<u32>,
+}

@@ -1,0 +1,340 @@
+//! Full-text search and refs: ranking, filters, phrases, prefixes, malformed
+//! queries, hit line numbers across frames, namespace isolation, restarts.
+
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, enc, spawn_app, spawn_app_with, tiny_frames};
+
+const ALPHA: &str = "key-alpha-0001";
+const BETA: &str = "key-beta-00002";
+
+/// Waits until the background indexer has nothing pending (or fails after 10 s).
+pub async fn wait_for_index(app: &TestApp, key: Option<&str>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let resp = match key {
+            Some(key) => app.get_as("/v1/stats", key).await,
+            None => app.get("/v1/stats").await,
+        };
+        assert_eq!(resp.status, StatusCode::OK);
+        if resp.json()["search_index"]["pending_objects"] == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the index did not catch up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn search(app: &TestApp, query: &str) -> Value {
+    let resp = app.get(&format!("/v1/search?{query}")).await;
+    assert_eq!(
+        resp.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&resp.body)
+    );
+    resp.json()
+}
+
+fn ids(found: &Value) -> Vec<String> {
+    found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn put(app: &TestApp, content: &str, fields: Value) -> String {
+    app.put_text(content, fields).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn memories_are_ranked_by_bm25_with_their_matching_lines() {
+    let app = spawn_app().await;
+    let many = put(
+        &app,
+        "intro\nzebra zebra zebra crossing\nzebra again\n",
+        json!({"title": "many"}),
+    )
+    .await;
+    let once = put(
+        &app,
+        "a long text about horses\nand one zebra\nand more horses\n",
+        json!({}),
+    )
+    .await;
+    let none = put(&app, "nothing to see here\n", json!({})).await;
+    wait_for_index(&app, None).await;
+    let found = search(&app, "q=zebra").await;
+    assert_eq!(ids(&found), [many.clone(), once.clone()]);
+    assert!(!ids(&found).contains(&none));
+    let first = &found["results"][0];
+    assert_eq!(first["title"], "many");
+    assert_eq!(first["type"], "TOOL_OUTPUT");
+    assert_eq!(first["uri"], format!("mem://{many}"));
+    assert!(first["score"].as_f64().unwrap() > found["results"][1]["score"].as_f64().unwrap());
+    let hits = first["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 2);
+    assert_eq!(hits[0]["line"], 2);
+    assert_eq!(hits[0]["text"], "zebra zebra zebra crossing");
+    assert_eq!(hits[0]["uri"], format!("mem://{many}#L2-2"));
+    assert_eq!(hits[1]["line"], 3);
+    assert_eq!(found["results"][1]["hits"][0]["line"], 2);
+}
+
+#[tokio::test]
+async fn phrases_prefixes_and_operators_select_what_they_say() {
+    let app = spawn_app().await;
+    let phrase = put(&app, "please open the file now\n", json!({})).await;
+    let apart = put(&app, "the file is open\n", json!({})).await;
+    let prefix = put(&app, "the parser crashed\n", json!({})).await;
+    wait_for_index(&app, None).await;
+    assert_eq!(
+        ids(&search(&app, &format!("q={}", enc("\"open the file\""))).await),
+        [phrase]
+    );
+    let both = ids(&search(&app, "q=open%20file").await);
+    assert_eq!(both.len(), 2);
+    assert!(both.contains(&apart));
+    let found = search(&app, &format!("q={}", enc("pars*"))).await;
+    assert_eq!(ids(&found), [prefix]);
+    assert_eq!(found["results"][0]["hits"][0]["text"], "the parser crashed");
+    assert!(ids(&search(&app, "q=pars").await).is_empty());
+    assert_eq!(
+        ids(&search(&app, &format!("q={}", enc("file NOT please"))).await),
+        [apart]
+    );
+    let either = ids(&search(&app, &format!("q={}", enc("crashed OR please"))).await);
+    assert_eq!(either.len(), 2);
+}
+
+#[tokio::test]
+async fn malformed_queries_are_400_invalid_query_with_the_reason() {
+    let app = spawn_app().await;
+    put(&app, "some text\n", json!({})).await;
+    for query in [
+        "\"unterminated",
+        "NOT text",
+        "text AND",
+        "(text",
+        "*",
+        "!!!",
+        "a OR OR b",
+        "NEAR(",
+        "col:",
+        "\"\"",
+    ] {
+        let resp = app.get(&format!("/v1/search?q={}", enc(query))).await;
+        if resp.status == StatusCode::OK {
+            continue; // translated into something safe (e.g. `col:` → "col")
+        }
+        assert_eq!(
+            resp.status,
+            StatusCode::BAD_REQUEST,
+            "{query}: {}",
+            String::from_utf8_lossy(&resp.body)
+        );
+        assert_eq!(resp.error_code(), "invalid_query", "{query}");
+        assert!(!resp.json()["error"]["message"].as_str().unwrap().is_empty());
+    }
+    for query in ["\"unterminated", "NOT text", "text AND", "*", ""] {
+        let resp = app.get(&format!("/v1/search?q={}", enc(query))).await;
+        assert_eq!(resp.status, StatusCode::BAD_REQUEST, "{query}");
+    }
+    assert_eq!(app.get("/v1/search").await.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        app.get("/v1/search?q=a&limit=0").await.status,
+        StatusCode::BAD_REQUEST
+    );
+    // Characters FTS5 would read as syntax are searched as words.
+    assert_eq!(
+        app.get(&format!("/v1/search?q={}", enc("col:text ^x + {a} -b")))
+            .await
+            .status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn filters_narrow_the_results() {
+    let app = spawn_app().await;
+    let a = put(&app, "needle one\n", json!({"type": "WEB_SCRAPE", "subtype": "curl", "tags": ["x"], "thread": "t1", "checkpoint": "c1", "directory": "/d1"})).await;
+    let b = put(&app, "needle two\n", json!({"type": "TOOL_OUTPUT", "subtype": "grep", "tags": ["y"], "thread": "t2", "checkpoint": "c2", "directory": "/d2"})).await;
+    wait_for_index(&app, None).await;
+    assert_eq!(ids(&search(&app, "q=needle").await).len(), 2);
+    for (filter, want) in [
+        ("type=web_scrape", &a),
+        ("subtype=grep", &b),
+        ("tag=x", &a),
+        ("thread=t2", &b),
+        ("checkpoint=c1", &a),
+        ("directory=%2Fd2", &b),
+    ] {
+        assert_eq!(
+            ids(&search(&app, &format!("q=needle&{filter}")).await),
+            vec![want.clone()],
+            "{filter}"
+        );
+    }
+    assert_eq!(ids(&search(&app, "q=needle&limit=1").await).len(), 1);
+    assert!(ids(&search(&app, "q=needle&since=4000000000").await).is_empty());
+    assert!(ids(&search(&app, "q=needle&until=1000").await).is_empty());
+    assert_eq!(ids(&search(&app, "q=needle&since=1000").await).len(), 2);
+}
+
+#[tokio::test]
+async fn hit_line_numbers_are_right_in_multi_frame_objects() {
+    let app = spawn_app_with(tiny_frames).await;
+    let content: String = (1..=300)
+        .map(|n| {
+            if n % 97 == 0 {
+                format!("line {n} has the marker word quokka in it\n")
+            } else {
+                format!("filler line number {n}\n")
+            }
+        })
+        .collect();
+    let id = put(&app, &content, json!({})).await;
+    wait_for_index(&app, None).await;
+    let found = search(&app, "q=quokka").await;
+    assert_eq!(ids(&found), [id]);
+    let lines: Vec<u64> = found["results"][0]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [97, 194, 291]);
+    assert_eq!(
+        found["results"][0]["hits"][1]["text"],
+        "line 194 has the marker word quokka in it"
+    );
+    // A word cut by a frame boundary is still found: every line is longer than a few bytes.
+    let found = search(&app, &format!("q={}", enc("\"filler line number 150\""))).await;
+    assert_eq!(found["results"][0]["hits"][0]["line"], 150);
+}
+
+#[tokio::test]
+async fn search_never_shows_another_namespace_or_a_deleted_memory() {
+    let app = spawn_app_with(|c| c.api_keys = Some(format!("{ALPHA}:alpha,{BETA}:beta"))).await;
+    let body = json!({"content": "shared secret platypus\n"});
+    assert_eq!(
+        app.put_json_as(ALPHA, body.clone()).await.status,
+        StatusCode::CREATED
+    );
+    let only_beta = app
+        .put_json_as(BETA, json!({"content": "beta only platypus\n"}))
+        .await
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    wait_for_index(&app, Some(ALPHA)).await;
+    let alpha = app.get_as("/v1/search?q=platypus", ALPHA).await.json();
+    assert_eq!(alpha["results"].as_array().unwrap().len(), 1);
+    assert!(!ids(&alpha).contains(&only_beta));
+    // Same content in both namespaces: one object, indexed once, found by both.
+    assert_eq!(
+        app.put_json_as(BETA, body).await.status,
+        StatusCode::CREATED
+    );
+    let beta = app.get_as("/v1/search?q=platypus", BETA).await.json();
+    assert_eq!(ids(&beta).len(), 2);
+    // Deleting alpha's memory hides it from alpha, not from beta.
+    let shared = ids(&alpha)[0].clone();
+    assert_eq!(
+        app.delete_as(&format!("/v1/memories/{shared}"), ALPHA)
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    assert!(ids(&app.get_as("/v1/search?q=platypus", ALPHA).await.json()).is_empty());
+    assert!(ids(&app.get_as("/v1/search?q=platypus", BETA).await.json()).contains(&shared));
+}
+
+#[tokio::test]
+async fn the_index_catches_up_after_a_restart() {
+    let app = spawn_app_with(|c| c.search_index = false).await;
+    let id = put(&app, "persisted wombat\n", json!({})).await;
+    let stats = app.get("/v1/stats").await.json();
+    assert_eq!(stats["search_index"]["pending_objects"], 1);
+    assert_eq!(stats["search_index"]["pending_bytes"], 17);
+    assert!(ids(&search(&app, "q=wombat").await).is_empty());
+    let app = app.restart_with(|_| {}).await;
+    wait_for_index(&app, None).await;
+    assert_eq!(ids(&search(&app, "q=wombat").await), [id]);
+}
+
+#[tokio::test]
+async fn refs_list_a_threads_memories_newest_first() {
+    let app = spawn_app().await;
+    let old = put(
+        &app,
+        "first\nsecond line\n",
+        json!({"thread": "t", "title": "old"}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let new = put(
+        &app,
+        "another\n",
+        json!({"thread": "t", "type": "DOCUMENT"}),
+    )
+    .await;
+    put(
+        &app,
+        "elsewhere\n",
+        json!({"thread": "u", "checkpoint": "c"}),
+    )
+    .await;
+    let refs = app.get("/v1/refs?thread=t").await.json()["refs"].clone();
+    let got: Vec<&str> = refs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, [new.as_str(), old.as_str()]);
+    assert_eq!(refs[1]["title"], "old");
+    assert_eq!(refs[0]["type"], "DOCUMENT");
+    assert_eq!(refs[1]["uri"], format!("mem://{old}"));
+    assert!(refs[1]["tokens"].as_u64().unwrap() > 0);
+    let line = refs[1]["summary_line"].as_str().unwrap();
+    assert!(!line.is_empty() && !line.contains('\n'));
+    assert!(refs[0]["created_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(
+        app.get("/v1/refs?thread=t&limit=1").await.json()["refs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        app.get("/v1/refs?checkpoint=c").await.json()["refs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        app.get("/v1/refs?directory=nowhere").await.json()["refs"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    for bad in [
+        "/v1/refs",
+        "/v1/refs?thread=t&checkpoint=c",
+        "/v1/refs?thread=t&limit=0",
+    ] {
+        let resp = app.get(bad).await;
+        assert_eq!(resp.status, StatusCode::BAD_REQUEST, "{bad}");
+    }
+}
