@@ -12,6 +12,7 @@ use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
 use crate::domain::pricing::Pricing;
+use crate::domain::retention::{Maintenance, RetentionPolicy, RetentionRule};
 use crate::domain::slicing::SliceLimits;
 use crate::domain::summarizer::{self, SummarizerConfig};
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
@@ -27,6 +28,8 @@ pub struct App {
     access: Arc<AccessRecorder>,
     flusher: tokio::task::JoinHandle<()>,
     ledger_flusher: tokio::task::JoinHandle<()>,
+    /// Expiry and the background retention policy.
+    sweeper: tokio::task::JoinHandle<()>,
     /// The LLM summary task, when configured.
     summarizer: Option<tokio::task::JoinHandle<()>>,
 }
@@ -100,7 +103,22 @@ impl App {
         };
         let memories = Arc::new(memories.with_summaries(config.summary_chars, queue));
         let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
+        let maintenance = Arc::new(Maintenance::new(
+            memories.clone(),
+            meta.clone(),
+            blobs.clone(),
+            Duration::from_secs(config.gc_grace_secs),
+        ));
+        let sweeper = maintenance.spawn_sweeper(RetentionPolicy {
+            rule: RetentionRule {
+                keep_days: config.retention_keep_days,
+                keep_entries: config.retention_keep_entries,
+                max_bytes: config.retention_max_bytes,
+            },
+            interval: Duration::from_secs(config.retention_interval_secs),
+        });
         let state = AppState {
+            maintenance,
             memories,
             ledger,
             meta,
@@ -115,6 +133,7 @@ impl App {
             access,
             flusher,
             ledger_flusher,
+            sweeper,
             summarizer,
         })
     }
@@ -127,6 +146,7 @@ impl App {
     /// Writes pending read statistics and closes the stores.
     pub async fn shutdown(self) {
         self.flusher.abort();
+        self.sweeper.abort();
         if let Some(summarizer) = &self.summarizer {
             summarizer.abort();
         }

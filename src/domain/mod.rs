@@ -4,6 +4,7 @@ pub mod access;
 pub mod content;
 mod error;
 pub mod fields;
+pub mod gc;
 pub mod ids;
 pub mod ingest;
 pub mod ledger;
@@ -11,12 +12,14 @@ pub mod memories;
 pub mod pricing;
 pub mod reader;
 pub mod redact;
+pub mod retention;
 pub mod seekable;
 pub mod slicing;
 pub mod summarizer;
 pub mod summary;
 pub mod tokens;
 pub mod uri;
+pub mod verify;
 
 pub use error::DomainError;
 

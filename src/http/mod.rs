@@ -19,6 +19,7 @@ use crate::domain::memories::Memories;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::MetaStore;
 
+mod admin;
 pub mod auth;
 mod content;
 pub mod error;
@@ -30,8 +31,8 @@ pub mod openapi;
 mod panic;
 mod slices;
 mod stats;
-mod usage;
 mod tokens;
+mod usage;
 pub mod views;
 
 /// Limits of the HTTP layer itself.
@@ -56,6 +57,8 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// HTTP limits.
     pub config: Arc<HttpConfig>,
+    /// Prune, GC and verify.
+    pub maintenance: Arc<crate::domain::retention::Maintenance>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -73,6 +76,9 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(usage::post))
         .routes(routes!(stats::get))
         .routes(routes!(tokens::count))
+        .routes(routes!(admin::prune))
+        .routes(routes!(admin::gc))
+        .routes(routes!(admin::verify))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

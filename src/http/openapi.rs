@@ -17,6 +17,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
         (name = "slices", description = "Read exact parts of a memory: lines, bytes, chunks, pointers, whole content"),
         (name = "usage", description = "Provider usage, cost, budgets and the namespace's statistics"),
         (name = "health", description = "Liveness and readiness"),
+        (name = "admin", description = "Retention (prune), garbage collection and integrity checks; admin keys only"),
         (name = "tokens", description = "Token counts of texts and message lists, with their method"),
     ),
     modifiers(&BearerAuth)

@@ -20,6 +20,6 @@ mod openapi;
 mod redact;
 mod safety;
 mod stats;
-mod usage;
 mod summaries;
 mod tokens;
+mod usage;

@@ -28,6 +28,10 @@ const SMALL_BATCH: usize = 8;
 /// See [`SMALL_BATCH`].
 const COMMIT_DELAY_US: u64 = 300;
 
+/// A maintenance write run on the writer's connection inside its transaction.
+pub(super) type AdminWrite =
+    std::sync::Arc<dyn Fn(&Connection) -> Result<u64, StorageError> + Send + Sync>;
+
 type Reply<T> = oneshot::Sender<Result<T, StorageError>>;
 
 /// A write for the writer thread.
@@ -44,6 +48,9 @@ pub(super) enum WriteCommand {
     Access(Vec<AccessUpdate>, Reply<()>),
     /// Add the ledger's batched counters and usage.
     Ledger(Box<LedgerBatch>, Reply<()>),
+    /// A maintenance write (prune, expiry, GC, repair); run again alone if
+    /// its batch fails, hence `Fn`. Answers a count.
+    Admin(AdminWrite, Reply<u64>),
     /// Commit what is queued, then stop.
     Shutdown(oneshot::Sender<()>),
 }
@@ -54,6 +61,7 @@ enum Outcome {
     Delete(bool),
     Access,
     Ledger,
+    Admin(u64),
 }
 
 impl WriteCommand {
@@ -64,6 +72,8 @@ impl WriteCommand {
             (Self::Delete { reply, .. }, Ok(Outcome::Delete(found))) => drop(reply.send(Ok(found))),
             (Self::Access(_, reply), Ok(Outcome::Access)) => drop(reply.send(Ok(()))),
             (Self::Ledger(_, reply), Ok(Outcome::Ledger)) => drop(reply.send(Ok(()))),
+            (Self::Admin(_, reply), Ok(Outcome::Admin(n))) => drop(reply.send(Ok(n))),
+            (Self::Admin(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Put(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Delete { reply, .. }, Err(e)) => drop(reply.send(Err(e))),
             (Self::Access(_, reply), Err(e)) => drop(reply.send(Err(e))),
@@ -177,6 +187,7 @@ fn transaction(
                 super::sqlite_ledger::write(&tx, batch)?;
                 Outcome::Ledger
             }
+            WriteCommand::Admin(write, _) => Outcome::Admin(write(&tx)?),
             WriteCommand::Shutdown(_) => continue,
         });
     }
