@@ -376,7 +376,7 @@ async fn gc_keeps_recent_orphans_and_removes_old_ones() {
 async fn gc_racing_puts_of_the_same_content_never_loses_an_acknowledged_put() {
     let app = Arc::new(spawn_app().await);
     let contents: Vec<Vec<u8>> = (0..3).map(|n| blob_content(100 + n)).collect();
-    for round in 0..15 {
+    for round in 0..40 {
         let content = &contents[round % contents.len()];
         let id = sha256_hex(content);
         app.put_id(content.clone()).await;
