@@ -493,3 +493,32 @@ async fn verify_finds_a_bit_flip_a_missing_file_and_orphans() {
         StatusCode::OK
     );
 }
+
+#[tokio::test]
+async fn background_policy_prunes_every_namespace() {
+    let app = spawn_app_with(|c| {
+        c.retention_interval_secs = 1;
+        c.retention_keep_entries = Some(1);
+        c.api_keys = Some("key-alpha-01:alpha,key-beta-001:beta".into());
+    })
+    .await;
+    for key in ["key-alpha-01", "key-beta-001"] {
+        for text in ["first", "second", "third"] {
+            let resp = app
+                .put_json_as(key, json!({"content": format!("{key} {text}")}))
+                .await;
+            assert_eq!(resp.status, StatusCode::CREATED);
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for key in ["key-alpha-01", "key-beta-001"] {
+        let list = app.get_as("/v1/memories", key).await.json();
+        let memories = list["memories"].as_array().unwrap();
+        assert_eq!(memories.len(), 1, "{key}: {list}");
+        assert_eq!(
+            memories[0]["id"],
+            sha256_hex(format!("{key} third").as_bytes())
+        );
+    }
+}
