@@ -113,8 +113,8 @@ pub(super) async fn unreferenced_objects(
     pool: &SqlitePool,
 ) -> Result<Vec<UnreferencedObject>, StorageError> {
     let rows = sqlx::query(
-        "SELECT o.hash, o.layout, o.stored_bytes, MAX(o.created_at, COALESCE(o.released_at, 0)) AS idle_since \
-         FROM objects o WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = o.hash) ORDER BY o.hash",
+        "SELECT o.hash, o.layout, o.stored_bytes, MAX(o.created_at, COALESCE(r.released_at, 0)) AS idle_since \
+         FROM objects o LEFT JOIN object_releases r ON r.hash = o.hash WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = o.hash) ORDER BY o.hash",
     )
     .fetch_all(pool)
     .await?;
@@ -136,12 +136,14 @@ pub(super) fn remove_object_if_unreferenced(hash: String, idle_before: i64) -> A
         let removed = conn
             .prepare_cached(
                 "DELETE FROM objects WHERE hash = ?1 \
-                 AND MAX(created_at, COALESCE(released_at, 0)) < ?2 \
+                 AND MAX(created_at, COALESCE((SELECT released_at FROM object_releases r WHERE r.hash = ?1), 0)) < ?2 \
                  AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = ?1)",
             )?
             .execute((&hash, idle_before))?;
         if removed > 0 {
             conn.prepare_cached("DELETE FROM frames WHERE hash = ?1")?
+                .execute([&hash])?;
+            conn.prepare_cached("DELETE FROM object_releases WHERE hash = ?1")?
                 .execute([&hash])?;
         }
         Ok(removed as u64)
