@@ -74,12 +74,12 @@ async fn prune_by_entries_bytes_days_and_filter() {
         .await;
     assert_eq!(resp.status, StatusCode::OK);
     let answer = resp.json();
-    assert_eq!(removed_ids(&answer), [a.clone()]);
+    assert_eq!(removed_ids(&answer), [a.as_str()]);
     assert_eq!(answer["removed_count"], 1);
     assert_eq!(answer["removed_bytes"], "alpha memory".len());
     assert_eq!(answer["kept_count"], 2);
     assert_eq!(answer["removed"][0]["access_count"], 0);
-    assert_eq!(app.ids().await, [c.clone(), b.clone()]);
+    assert_eq!(app.ids().await, [c.as_str(), b.as_str()]);
 
     // max_bytes: remove oldest until the rest fits.
     let limit = "charlie memory content".len();
@@ -87,8 +87,8 @@ async fn prune_by_entries_bytes_days_and_filter() {
         .admin("/v1/admin/prune", json!({"max_bytes": limit}))
         .await
         .json();
-    assert_eq!(removed_ids(&answer), [b.clone()]);
-    assert_eq!(app.ids().await, [c.clone()]);
+    assert_eq!(removed_ids(&answer), [b.as_str()]);
+    assert_eq!(app.ids().await, [c.as_str()]);
 
     // keep_days: nothing is a day old; 0 days removes everything older than now.
     let answer = app
@@ -119,7 +119,7 @@ async fn prune_by_entries_bytes_days_and_filter() {
     let mut expected = vec![a, c];
     expected.sort();
     assert_eq!(removed, expected);
-    assert_eq!(app.ids().await, [b.clone()]);
+    assert_eq!(app.ids().await, [b.as_str()]);
     let answer = app
         .admin(
             "/v1/admin/prune",
@@ -180,7 +180,7 @@ async fn oldest_and_least_accessed_orders_differ() {
         )
         .await
         .json();
-    assert_eq!(removed_ids(&oldest), [a.clone(), b.clone()]);
+    assert_eq!(removed_ids(&oldest), [a.as_str(), b.as_str()]);
     let least = app
         .admin(
             "/v1/admin/prune",
@@ -188,7 +188,7 @@ async fn oldest_and_least_accessed_orders_differ() {
         )
         .await
         .json();
-    assert_eq!(removed_ids(&least), [c.clone(), b.clone()]);
+    assert_eq!(removed_ids(&least), [c.as_str(), b.as_str()]);
     assert_eq!(least["removed"][1]["access_count"], 1);
     assert!(least["removed"][1]["last_accessed_at"].is_string());
     let done = app
