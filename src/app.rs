@@ -13,6 +13,7 @@ use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
 use crate::domain::pricing::Pricing;
+use crate::domain::retention::{Maintenance, RetentionPolicy, RetentionRule};
 use crate::domain::search::Search;
 use crate::domain::slicing::SliceLimits;
 use crate::domain::summarizer::{self, SummarizerConfig};
@@ -29,6 +30,8 @@ pub struct App {
     access: Arc<AccessRecorder>,
     flusher: tokio::task::JoinHandle<()>,
     ledger_flusher: tokio::task::JoinHandle<()>,
+    /// Expiry and the background retention policy.
+    sweeper: tokio::task::JoinHandle<()>,
     /// The LLM summary task, when configured.
     summarizer: Option<tokio::task::JoinHandle<()>>,
     /// The background search indexer, unless turned off.
@@ -107,7 +110,22 @@ impl App {
         let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
         let search = Arc::new(Search::new(meta.clone(), blobs.clone()));
         let indexer = config.search_index.then(|| search.spawn_indexer());
+        let maintenance = Arc::new(Maintenance::new(
+            memories.clone(),
+            meta.clone(),
+            blobs.clone(),
+            Duration::from_secs(config.gc_grace_secs),
+        ));
+        let sweeper = maintenance.spawn_sweeper(RetentionPolicy {
+            rule: RetentionRule {
+                keep_days: config.retention_keep_days,
+                keep_entries: config.retention_keep_entries,
+                max_bytes: config.retention_max_bytes,
+            },
+            interval: Duration::from_secs(config.retention_interval_secs),
+        });
         let state = AppState {
+            maintenance,
             compressor: Arc::new(Compressor::new(memories.clone())),
             governor: Arc::new(governor),
             memories,
@@ -125,6 +143,7 @@ impl App {
             access,
             flusher,
             ledger_flusher,
+            sweeper,
             summarizer,
             indexer,
         })
@@ -141,6 +160,7 @@ impl App {
         if let Some(indexer) = &self.indexer {
             indexer.abort();
         }
+        self.sweeper.abort();
         if let Some(summarizer) = &self.summarizer {
             summarizer.abort();
         }

@@ -149,6 +149,21 @@ pub struct Config {
     /// the queue is kept, searched content stays as indexed so far).
     #[arg(long, env = "CAIRN_SEARCH_INDEX", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub search_index: bool,
+    /// Background retention: remove memories older than this many days, in every namespace.
+    #[arg(long, env = "CAIRN_RETENTION_KEEP_DAYS")]
+    pub retention_keep_days: Option<u64>,
+    /// Background retention: keep at most this many content bytes per namespace (oldest go first).
+    #[arg(long, env = "CAIRN_RETENTION_MAX_BYTES")]
+    pub retention_max_bytes: Option<u64>,
+    /// Background retention: keep at most this many memories per namespace (oldest go first).
+    #[arg(long, env = "CAIRN_RETENTION_KEEP_ENTRIES")]
+    pub retention_keep_entries: Option<u64>,
+    /// Seconds between background retention rounds (expired memories go at each round too).
+    #[arg(long, env = "CAIRN_RETENTION_INTERVAL_SECS", default_value_t = 60)]
+    pub retention_interval_secs: u64,
+    /// Seconds an object stays unreferenced before GC may remove it.
+    #[arg(long, env = "CAIRN_GC_GRACE_SECS", default_value_t = 3600)]
+    pub gc_grace_secs: u64,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -182,6 +197,9 @@ impl Config {
         }
         if self.max_slice_lines == 0 || self.default_slice_lines == 0 {
             return Err("slice line limits must be at least 1".into());
+        }
+        if self.retention_interval_secs == 0 {
+            return Err("the retention interval must be at least 1 second".into());
         }
         if self.max_slice_bytes < 16 {
             return Err("max slice bytes must be at least 16".into());

@@ -27,7 +27,14 @@ pub struct FieldsInput {
     pub checkpoint: Option<String>,
     /// Directory link.
     pub directory: Option<String>,
+    /// Seconds until the memory expires (none: never).
+    pub ttl_seconds: Option<u64>,
+    /// Never pruned nor expired.
+    pub pinned: Option<bool>,
 }
+
+/// Longest accepted `ttl_seconds`: ten years.
+pub const MAX_TTL_SECONDS: u64 = 10 * 365 * 86_400;
 
 impl FieldsInput {
     /// Checks every field, naming the first one that is wrong.
@@ -78,8 +85,19 @@ impl FieldsInput {
         if tags.len() > 64 {
             return Err(DomainError::field("tags", "at most 64 tags per memory"));
         }
+        if self
+            .ttl_seconds
+            .is_some_and(|t| t == 0 || t > MAX_TTL_SECONDS)
+        {
+            return Err(DomainError::field(
+                "ttl_seconds",
+                format!("must be between 1 and {MAX_TTL_SECONDS} (ten years)"),
+            ));
+        }
         Ok(MemoryFields {
             kind,
+            pinned: self.pinned.unwrap_or(false),
+            ttl_seconds: self.ttl_seconds,
             subtype: text("subtype", self.subtype, 128)?,
             mime,
             title: text("title", self.title, 512)?,
@@ -152,5 +170,14 @@ mod tests {
         .validate()
         .unwrap_err();
         assert!(err.to_string().starts_with("title:"));
+        for ttl in [0, MAX_TTL_SECONDS + 1] {
+            let err = FieldsInput {
+                ttl_seconds: Some(ttl),
+                ..FieldsInput::default()
+            }
+            .validate()
+            .unwrap_err();
+            assert!(err.to_string().starts_with("ttl_seconds:"));
+        }
     }
 }

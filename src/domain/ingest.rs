@@ -9,6 +9,7 @@ use futures::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
 
 use super::DomainError;
+use super::gc::{ObjectGuard, ObjectLocks};
 use super::ids::MemoryId;
 use super::seekable;
 use super::summary::{FrameScan, SummaryBuilder, scan_frame};
@@ -46,6 +47,9 @@ pub struct Ingested {
     pub summary: SummaryBuilder,
     /// Token count of the content.
     pub tokens: ContentTokens,
+    /// For blob objects, the object's lock: hold it until the metadata is
+    /// committed, so that GC cannot remove the file in between (see [`super::gc`]).
+    pub guard: Option<ObjectGuard>,
 }
 
 /// One compressed frame, back from a worker.
@@ -69,6 +73,7 @@ struct Assembly<'a> {
     config: &'a IngestConfig,
     blobs: &'a dyn BlobStore,
     meta: &'a dyn MetaStore,
+    locks: &'a ObjectLocks,
     hasher: Option<Sha256>,
     frames: Vec<FrameEntry>,
     table: Vec<(u32, u32)>,
@@ -92,6 +97,7 @@ pub async fn ingest<S, E>(
     body: S,
     blobs: &dyn BlobStore,
     meta: &dyn MetaStore,
+    locks: &ObjectLocks,
     config: &IngestConfig,
 ) -> Result<Ingested, DomainError>
 where
@@ -99,7 +105,7 @@ where
     E: std::fmt::Display,
 {
     let (jobs, mut ready) = tokio::sync::mpsc::channel(config.parallelism.max(1));
-    let mut assembly = Assembly::new(config, blobs, meta);
+    let mut assembly = Assembly::new(config, blobs, meta, locks);
     // `async move` takes the receiver: when assembly fails, the receiver is
     // dropped with it and the reader's next send fails instead of waiting.
     let assembly_ref = &mut assembly;
@@ -177,15 +183,21 @@ where
 /// frame index describes that file): then ours is dropped. Without a row, any
 /// file already under the name is a leftover (a crash between link and
 /// metadata commit), possibly encoded with other settings: ours replaces it.
+///
+/// Answers the object's lock, held from the check on: the caller keeps it
+/// until its metadata is committed, so GC cannot remove the file meanwhile.
 async fn settle(
     meta: &dyn MetaStore,
+    locks: &ObjectLocks,
     writer: Box<dyn BlobWriter>,
     id: &MemoryId,
-) -> Result<(), DomainError> {
+) -> Result<ObjectGuard, DomainError> {
+    let guard = locks.lock(id.as_str()).await;
     if meta.object(id.as_str()).await?.is_some() {
-        return Ok(()); // dropping the writer removes its temp file
+        return Ok(guard); // dropping the writer removes its temp file
     }
-    Ok(writer.commit(id.as_str()).await?)
+    writer.commit(id.as_str()).await?;
+    Ok(guard)
 }
 
 /// Small content: stored as is, no frames.
@@ -208,6 +220,7 @@ fn raw(content: Bytes, exact_tokens_max: u64) -> Ingested {
         id,
         summary,
         tokens: content_tokens(&[&content], None, exact_tokens_max),
+        guard: None,
     }
 }
 
@@ -274,11 +287,17 @@ async fn finish(job: FrameJob) -> Result<FrameOut, DomainError> {
 }
 
 impl<'a> Assembly<'a> {
-    fn new(config: &'a IngestConfig, blobs: &'a dyn BlobStore, meta: &'a dyn MetaStore) -> Self {
+    fn new(
+        config: &'a IngestConfig,
+        blobs: &'a dyn BlobStore,
+        meta: &'a dyn MetaStore,
+        locks: &'a ObjectLocks,
+    ) -> Self {
         Self {
             config,
             blobs,
             meta,
+            locks,
             hasher: Some(Sha256::new()),
             frames: Vec::new(),
             table: Vec::new(),
@@ -363,24 +382,24 @@ impl<'a> Assembly<'a> {
             count_tokens(self.to_count, self.content_len, digest.into(), self.config).await?;
         let table = seekable::seek_table(&self.table);
         let stored_bytes = self.stored_len + table.len() as u64;
-        let (layout, data) = match self.sink {
+        let (layout, data, guard) = match self.sink {
             Sink::Memory(mut buffer)
                 if buffer.len() + table.len() <= self.config.inline_object_max =>
             {
                 buffer.extend_from_slice(&table);
-                (Layout::Inline, Some(buffer))
+                (Layout::Inline, Some(buffer), None)
             }
             Sink::Memory(buffer) => {
                 let mut writer = self.blobs.create().await?;
                 writer.write(Bytes::from(buffer)).await?;
                 writer.write(Bytes::from(table)).await?;
-                settle(self.meta, writer, &id).await?;
-                (Layout::Blob, None)
+                let guard = settle(self.meta, self.locks, writer, &id).await?;
+                (Layout::Blob, None, Some(guard))
             }
             Sink::Blob(mut writer) => {
                 writer.write(Bytes::from(table)).await?;
-                settle(self.meta, writer, &id).await?;
-                (Layout::Blob, None)
+                let guard = settle(self.meta, self.locks, writer, &id).await?;
+                (Layout::Blob, None, Some(guard))
             }
         };
         Ok(Ingested {
@@ -396,6 +415,7 @@ impl<'a> Assembly<'a> {
             id,
             summary: self.summary,
             tokens,
+            guard,
         })
     }
 }

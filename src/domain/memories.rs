@@ -7,6 +7,7 @@ use futures::Stream;
 
 use super::access::AccessRecorder;
 use super::fields::FieldsInput;
+use super::gc::ObjectLocks;
 use super::ids::{IdRef, MemoryId};
 use super::ingest::{self, IngestConfig};
 use super::reader::ObjectReader;
@@ -72,6 +73,8 @@ pub struct Memories {
     summaries: Option<SummaryQueue>,
     /// Whether put replaces secrets in text content (see [`Memories::with_redaction`]).
     redact: bool,
+    /// Orders puts against GC's removal of the same object.
+    locks: Arc<ObjectLocks>,
 }
 
 impl Memories {
@@ -110,7 +113,19 @@ impl Memories {
             summary_chars: SUMMARY_CHARS,
             summaries: None,
             redact: true,
+            locks: Arc::new(ObjectLocks::default()),
         }
+    }
+
+    /// The object locks puts take, for GC to take the same.
+    pub fn object_locks(&self) -> Arc<ObjectLocks> {
+        self.locks.clone()
+    }
+
+    /// Drops what this process remembers of a memory that maintenance removed.
+    pub fn forget(&self, namespace: &str, id: &str) {
+        self.opened
+            .invalidate(&(namespace.to_owned(), id.to_owned()));
     }
 
     /// Turns secret redaction at put on (the default) or off.
@@ -188,13 +203,16 @@ impl Memories {
         // Ids are hashes of what is stored: of the redacted content.
         let scan = self.redact && redact::scans_media_type(&fields.mime);
         let mut body = Redacting::new(body, scan);
-        let ingested = ingest::ingest(
+        let mut ingested = ingest::ingest(
             &mut body,
             self.blobs.as_ref(),
             self.meta.as_ref(),
+            &self.locks,
             &self.ingest,
         )
         .await?;
+        // Held until the metadata commit: GC must not remove the object file before.
+        let object_guard = ingested.guard.take();
         tracing::Span::current().record("memory.id", ingested.id.as_str());
         let object = &ingested.object;
         let facts = SummaryFacts {
@@ -232,6 +250,7 @@ impl Memories {
                 object: ingested.object,
             })
             .await?;
+        drop(object_guard);
         self.opened
             .invalidate(&(namespace.to_owned(), outcome.record.id.clone()));
         if let (Some(queue), Some(excerpt), true) = (&self.summaries, excerpt, outcome.created) {
@@ -328,6 +347,18 @@ impl Memories {
                     object
                 }
             };
+        if let Some(detail) = &record.corrupt {
+            return Err(DomainError::Corrupt {
+                id: record.id.clone(),
+                detail: format!("verify found its object corrupt: {detail}"),
+            });
+        }
+        if record
+            .expires_at
+            .is_some_and(|at| at <= now_ms() && !record.fields.pinned)
+        {
+            return Err(DomainError::NotFound(record.id.clone()));
+        }
         self.access.record(namespace, &record.id, now_ms());
         Ok((record, ObjectReader::new(object, self.blobs.clone())))
     }

@@ -5,6 +5,7 @@ pub mod compress;
 pub mod content;
 mod error;
 pub mod fields;
+pub mod gc;
 pub mod governor;
 pub mod ids;
 pub mod ingest;
@@ -14,6 +15,7 @@ pub mod portable;
 pub mod pricing;
 pub mod reader;
 pub mod redact;
+pub mod retention;
 pub mod search;
 pub mod seekable;
 pub mod slicing;
@@ -21,6 +23,7 @@ pub mod summarizer;
 pub mod summary;
 pub mod tokens;
 pub mod uri;
+pub mod verify;
 
 pub use error::DomainError;
 

@@ -204,6 +204,7 @@ async fn store(memories: &Memories, job: &SummaryJob, text: String) -> anyhow::R
         thread: source.fields.thread.clone(),
         checkpoint: source.fields.checkpoint.clone(),
         directory: source.fields.directory.clone(),
+        ..FieldsInput::default()
     };
     let body = futures::stream::iter([Ok::<_, std::convert::Infallible>(Bytes::from(text))]);
     let stored = memories.put(&job.namespace, fields, body).await?;

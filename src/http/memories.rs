@@ -45,6 +45,10 @@ pub struct PutParams {
     pub checkpoint: Option<String>,
     /// Directory the content belongs to.
     pub directory: Option<String>,
+    /// Seconds until the memory expires (1 to ten years; default: never).
+    pub ttl_seconds: Option<u64>,
+    /// Never pruned nor expired (default false).
+    pub pinned: Option<bool>,
 }
 
 /// A JSON put: the content and its descriptive fields.
@@ -70,6 +74,10 @@ pub struct PutBody {
     pub checkpoint: Option<String>,
     /// Directory the content belongs to.
     pub directory: Option<String>,
+    /// Seconds until the memory expires (1 to ten years; default: never).
+    pub ttl_seconds: Option<u64>,
+    /// Never pruned nor expired (default false).
+    pub pinned: Option<bool>,
 }
 
 /// Stores content. `application/json` bodies are a [`PutBody`]; any other
@@ -120,6 +128,8 @@ pub async fn put(
             thread: body.thread.or(params.thread),
             checkpoint: body.checkpoint.or(params.checkpoint),
             directory: body.directory.or(params.directory),
+            ttl_seconds: body.ttl_seconds.or(params.ttl_seconds),
+            pinned: body.pinned.or(params.pinned),
         };
         let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(body.content))]);
         state
@@ -136,6 +146,8 @@ pub async fn put(
             thread: params.thread,
             checkpoint: params.checkpoint,
             directory: params.directory,
+            ttl_seconds: params.ttl_seconds,
+            pinned: params.pinned,
         };
         let body = request.into_body().into_data_stream();
         state.memories.put(&caller.namespace, fields, body).await?

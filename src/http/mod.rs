@@ -22,6 +22,7 @@ use crate::domain::search::Search;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::MetaStore;
 
+mod admin;
 pub mod auth;
 mod compress;
 mod content;
@@ -70,6 +71,8 @@ pub struct AppState {
     pub governor: Arc<GovernorConfig>,
     /// Full-text search and refs.
     pub search: Arc<Search>,
+    /// Prune, GC and verify.
+    pub maintenance: Arc<crate::domain::retention::Maintenance>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -93,6 +96,9 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(portable::import))
         .routes(routes!(search::get))
         .routes(routes!(refs::get))
+        .routes(routes!(admin::prune))
+        .routes(routes!(admin::gc))
+        .routes(routes!(admin::verify))
 }
 
 /// The documented routes open to everyone, inside the document's frame.

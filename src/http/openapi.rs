@@ -18,6 +18,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
         (name = "usage", description = "Provider usage, cost, budgets and the namespace's statistics"),
         (name = "context", description = "Keep an agent's context small: compress message lists, govern by token tiers"),
         (name = "health", description = "Liveness and readiness"),
+        (name = "admin", description = "Retention (prune), garbage collection and integrity checks; admin keys only"),
         (name = "tokens", description = "Token counts of texts and message lists, with their method"),
         (name = "portability", description = "Export a namespace as one archive and import it elsewhere"),
     ),

@@ -19,6 +19,7 @@ fn portable(state: &AppState) -> Portable {
         state.meta.clone(),
         state.blobs.clone(),
         state.memories.ingest_config().clone(),
+        state.memories.object_locks(),
     )
 }
 

@@ -54,6 +54,12 @@ pub struct MemoryView {
     pub last_accessed_at: Option<String>,
     /// Reads so far (recorded in batches).
     pub access_count: i64,
+    /// Never pruned nor expired.
+    pub pinned: bool,
+    /// When it expires (RFC 3339); null: never.
+    pub expires_at: Option<String>,
+    /// Set when `verify` found its object corrupt: reads answer `integrity_error`.
+    pub corrupt: Option<String>,
 }
 
 impl MemoryView {
@@ -81,6 +87,9 @@ impl MemoryView {
             updated_at: rfc3339(record.updated_at),
             last_accessed_at: record.last_accessed_at.map(rfc3339),
             access_count: record.access_count,
+            pinned: record.fields.pinned,
+            expires_at: record.expires_at.map(rfc3339),
+            corrupt: record.corrupt,
         }
     }
 }

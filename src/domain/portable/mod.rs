@@ -20,6 +20,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 use super::content;
 use super::fields::FieldsInput;
+use super::gc::ObjectLocks;
 use super::ingest::{self, IngestConfig};
 use super::reader::ObjectReader;
 use super::{DomainError, now_ms};
@@ -144,6 +145,8 @@ pub struct Portable {
     meta: Arc<dyn MetaStore>,
     blobs: Arc<dyn BlobStore>,
     ingest: IngestConfig,
+    /// Shared with puts and GC, so that GC never removes an object under an import.
+    locks: Arc<ObjectLocks>,
 }
 
 fn io(e: std::io::Error) -> DomainError {
@@ -166,11 +169,17 @@ fn is_hash(text: &str) -> bool {
 
 impl Portable {
     /// Export/import over the given stores, ingesting like puts do.
-    pub fn new(meta: Arc<dyn MetaStore>, blobs: Arc<dyn BlobStore>, ingest: IngestConfig) -> Self {
+    pub fn new(
+        meta: Arc<dyn MetaStore>,
+        blobs: Arc<dyn BlobStore>,
+        ingest: IngestConfig,
+        locks: Arc<ObjectLocks>,
+    ) -> Self {
         Self {
             meta,
             blobs,
             ingest,
+            locks,
         }
     }
 
@@ -384,6 +393,7 @@ impl Portable {
             thread: memory.thread.clone(),
             checkpoint: memory.checkpoint.clone(),
             directory: memory.directory.clone(),
+            ..FieldsInput::default()
         }
         .validate()
         .map_err(|e| invalid(path, format!("bad metadata: {e}")))?;
@@ -411,6 +421,7 @@ impl Portable {
             tar.data(size),
             self.blobs.as_ref(),
             self.meta.as_ref(),
+            &self.locks,
             &self.ingest,
         )
         .await

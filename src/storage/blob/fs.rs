@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tempfile::NamedTempFile;
 
-use super::{BlobStore, BlobWriter, RangeTransform};
+use super::{BlobEntry, BlobStore, BlobWriter, RangeTransform};
 use crate::storage::StorageError;
 
 /// Objects as files under a root directory.
@@ -92,6 +92,30 @@ impl BlobStore for FsBlobStore {
         .await
     }
 
+    async fn list(&self) -> Result<Vec<BlobEntry>, StorageError> {
+        let root = self.root.clone();
+        blocking(move || list_objects(&root)).await
+    }
+
+    async fn quarantine(&self, hash: &str) -> Result<(), StorageError> {
+        let (path, dir) = (self.path_of(hash), self.root.join(QUARANTINE));
+        let target = dir.join(format!("{hash}.zst"));
+        let root = self.root.clone();
+        blocking(move || {
+            if !dir.is_dir() {
+                fs::create_dir_all(&dir)?;
+                sync_dir(&root)?;
+            }
+            match fs::rename(&path, &target) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                other => other?,
+            }
+            sync_dir(&dir)?;
+            path.parent().map_or(Ok(()), sync_dir)
+        })
+        .await
+    }
+
     async fn ping(&self) -> Result<(), StorageError> {
         let (root, tmp) = (self.root.clone(), self.tmp.clone());
         blocking(move || {
@@ -107,6 +131,51 @@ impl BlobStore for FsBlobStore {
         })
         .await
     }
+}
+
+/// Directory under the root where verify's repair moves corrupt objects.
+pub const QUARANTINE: &str = "quarantine";
+
+/// Objects under `root`: `<2 hex>/<64 hex>.zst`; anything else is not an object.
+fn list_objects(root: &Path) -> io::Result<Vec<BlobEntry>> {
+    let mut found = Vec::new();
+    for fan in fs::read_dir(root)? {
+        let fan = fan?;
+        let name = fan.file_name();
+        let is_fan = name.len() == 2
+            && name
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_hexdigit()));
+        if !is_fan || !fan.file_type()?.is_dir() {
+            continue;
+        }
+        for entry in fs::read_dir(fan.path())? {
+            let entry = entry?;
+            let file_name = entry.file_name();
+            let Some(hash) = file_name.to_str().and_then(|n| n.strip_suffix(".zst")) else {
+                continue;
+            };
+            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            let meta = entry.metadata()?;
+            if !meta.is_file() {
+                continue;
+            }
+            let modified_ms = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            found.push(BlobEntry {
+                hash: hash.to_owned(),
+                bytes: meta.len(),
+                modified_ms,
+            });
+        }
+    }
+    found.sort_by(|a, b| a.hash.cmp(&b.hash));
+    Ok(found)
 }
 
 /// Reads `len` bytes at `offset` of the object file at `path`.

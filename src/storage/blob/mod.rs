@@ -34,8 +34,23 @@ pub trait BlobStore: Send + Sync {
     }
     /// Removes an object (no error when it is already gone).
     async fn delete(&self, hash: &str) -> Result<(), StorageError>;
+    /// Every stored object (for GC and verify).
+    async fn list(&self) -> Result<Vec<BlobEntry>, StorageError>;
+    /// Moves an object out of the way, to be looked at by a human (verify's repair).
+    async fn quarantine(&self, hash: &str) -> Result<(), StorageError>;
     /// Checks that the store is usable.
     async fn ping(&self) -> Result<(), StorageError>;
+}
+
+/// A stored object as listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobEntry {
+    /// Content hash (the object's name).
+    pub hash: String,
+    /// Stored length.
+    pub bytes: u64,
+    /// Last modification, Unix milliseconds.
+    pub modified_ms: i64,
 }
 
 /// An object being written.

@@ -4,15 +4,18 @@ use async_trait::async_trait;
 
 use super::StorageError;
 
+mod admin_rows;
 mod ledger_rows;
 mod search_rows;
 pub mod sqlite;
+mod sqlite_admin;
 mod sqlite_ledger;
 mod sqlite_portable;
 mod sqlite_puts;
 mod sqlite_search;
 mod sqlite_writer;
 
+pub use admin_rows::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
 pub use ledger_rows::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
 };
@@ -155,6 +158,10 @@ pub struct MemoryFields {
     pub checkpoint: Option<String>,
     /// Directory link.
     pub directory: Option<String>,
+    /// Never pruned nor expired.
+    pub pinned: bool,
+    /// Seconds to live from the put (only as given at put; stored as `expires_at`).
+    pub ttl_seconds: Option<u64>,
 }
 
 /// A memory as stored, joined with its object's sizes.
@@ -186,6 +193,10 @@ pub struct MemoryRecord {
     pub last_accessed_at: Option<i64>,
     /// Number of reads.
     pub access_count: i64,
+    /// When it expires, Unix milliseconds (`None`: never).
+    pub expires_at: Option<i64>,
+    /// Why `verify` found its object corrupt (then reads answer an integrity error).
+    pub corrupt: Option<String>,
 }
 
 /// What a put writes: the object (if new) and the memory (or a merge into it).
@@ -333,6 +344,39 @@ pub trait MetaStore: Send + Sync {
         expression: &str,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError>;
+    /// Every memory of a namespace the filter selects (pinned ones too), in `order`.
+    async fn retention_rows(
+        &self,
+        filter: &PruneFilter,
+        order: PruneOrder,
+    ) -> Result<Vec<RetentionRow>, StorageError>;
+    /// Deletes these memories of a namespace unless pinned; answers how many went.
+    async fn remove_memories(&self, namespace: &str, ids: Vec<String>)
+    -> Result<u64, StorageError>;
+    /// Deletes unpinned memories that expired at or before `now` (Unix ms); answers how many.
+    async fn expire_memories(&self, now: i64) -> Result<u64, StorageError>;
+    /// Namespaces that hold memories.
+    async fn namespaces(&self) -> Result<Vec<String>, StorageError>;
+    /// Objects that no memory of any namespace refers to.
+    async fn unreferenced_objects(&self) -> Result<Vec<UnreferencedObject>, StorageError>;
+    /// Deletes an object row (and its frames) only if, inside the writer's
+    /// transaction, no memory refers to it and it has been idle since before
+    /// `idle_before` (Unix ms). True when it was deleted.
+    async fn remove_object_if_unreferenced(
+        &self,
+        hash: &str,
+        idle_before: i64,
+    ) -> Result<bool, StorageError>;
+    /// Up to `limit` object rows with hashes after `after`, in hash order.
+    async fn objects_after(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ObjectSummary>, StorageError>;
+    /// (namespace, id) of memories whose object row is missing.
+    async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError>;
+    /// Marks every memory of this object corrupt; answers how many.
+    async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError>;
     /// Checks that the store answers.
     async fn ping(&self) -> Result<(), StorageError>;
     /// Flushes and closes.

@@ -21,17 +21,21 @@ use super::{
 };
 use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
-    sqlite_ledger,
+    sqlite_admin, sqlite_ledger,
 };
 use super::{FrameBatch, IndexLag, PendingObject, SearchRow, sqlite_search};
+use super::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
 use crate::storage::StorageError;
 
 /// Columns of a memory joined with its object, in the order [`memory_from_row`] reads.
 pub(super) const MEMORY_SELECT: &str = "SELECT m.namespace, m.id, m.type, m.subtype, m.mime, m.title, \
      m.thread, m.checkpoint, m.directory, m.tokens, m.token_method, m.summary, m.created_at, m.updated_at, \
-     m.last_accessed_at, m.access_count, o.bytes, o.stored_bytes, o.lines, \
+     m.last_accessed_at, m.access_count, m.pinned, m.expires_at, m.corrupt, o.bytes, o.stored_bytes, o.lines, \
      (SELECT json_group_array(tag) FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id) AS tags \
      FROM memories m JOIN objects o ON o.hash = m.id";
+
+/// Memories not expired (pinned ones never are); binds the current time.
+const VISIBLE: &str = "(m.expires_at IS NULL OR m.pinned = 1 OR m.expires_at > ?)";
 
 /// The SQLite implementation of [`MetaStore`].
 pub struct SqliteMetaStore {
@@ -106,10 +110,11 @@ impl MetaStore for SqliteMetaStore {
     }
 
     async fn get(&self, namespace: &str, id: &str) -> Result<Option<MemoryRecord>, StorageError> {
-        let sql = format!("{MEMORY_SELECT} WHERE m.namespace = ? AND m.id = ?");
+        let sql = format!("{MEMORY_SELECT} WHERE m.namespace = ? AND m.id = ? AND {VISIBLE}");
         let row = sqlx::query(&sql)
             .bind(namespace)
             .bind(id)
+            .bind(crate::domain::now_ms())
             .fetch_optional(&self.read)
             .await?;
         row.map(|r| memory_from_row(&r)).transpose()
@@ -124,11 +129,12 @@ impl MetaStore for SqliteMetaStore {
         // Hex prefixes: every id starting with `prefix` sorts in [prefix, prefix + "g").
         let upper = format!("{prefix}g");
         let rows = sqlx::query(
-            "SELECT id FROM memories WHERE namespace = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
+            "SELECT id FROM memories m WHERE namespace = ? AND id >= ? AND id < ? AND (m.expires_at IS NULL OR m.pinned = 1 OR m.expires_at > ?) ORDER BY id LIMIT ?",
         )
         .bind(namespace)
         .bind(prefix)
         .bind(upper)
+        .bind(crate::domain::now_ms())
         .bind(limit)
         .fetch_all(&self.read)
         .await?;
@@ -140,7 +146,10 @@ impl MetaStore for SqliteMetaStore {
     async fn list(&self, query: &ListQuery) -> Result<Vec<MemoryRecord>, StorageError> {
         let mut sql = sqlx::QueryBuilder::new(MEMORY_SELECT);
         sql.push(" WHERE m.namespace = ")
-            .push_bind(&query.namespace);
+            .push_bind(&query.namespace)
+            .push(" AND (m.expires_at IS NULL OR m.pinned = 1 OR m.expires_at > ")
+            .push_bind(crate::domain::now_ms())
+            .push(")");
         let exact = [
             ("m.type", &query.kind),
             ("m.subtype", &query.subtype),
@@ -277,6 +286,62 @@ impl MetaStore for SqliteMetaStore {
         sqlite_search::search(&self.read, expression, filter).await
     }
 
+    async fn retention_rows(
+        &self,
+        filter: &PruneFilter,
+        order: PruneOrder,
+    ) -> Result<Vec<RetentionRow>, StorageError> {
+        sqlite_admin::retention_rows(&self.read, filter, order).await
+    }
+
+    async fn remove_memories(
+        &self,
+        namespace: &str,
+        ids: Vec<String>,
+    ) -> Result<u64, StorageError> {
+        let write = sqlite_admin::remove_memories(namespace.to_owned(), ids);
+        self.send(|reply| WriteCommand::Admin(write, reply)).await
+    }
+
+    async fn expire_memories(&self, now: i64) -> Result<u64, StorageError> {
+        let write = sqlite_admin::expire_memories(now);
+        self.send(|reply| WriteCommand::Admin(write, reply)).await
+    }
+
+    async fn namespaces(&self) -> Result<Vec<String>, StorageError> {
+        sqlite_admin::namespaces(&self.read).await
+    }
+
+    async fn unreferenced_objects(&self) -> Result<Vec<UnreferencedObject>, StorageError> {
+        sqlite_admin::unreferenced_objects(&self.read).await
+    }
+
+    async fn remove_object_if_unreferenced(
+        &self,
+        hash: &str,
+        idle_before: i64,
+    ) -> Result<bool, StorageError> {
+        let write = sqlite_admin::remove_object_if_unreferenced(hash.to_owned(), idle_before);
+        Ok(self.send(|reply| WriteCommand::Admin(write, reply)).await? > 0)
+    }
+
+    async fn objects_after(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ObjectSummary>, StorageError> {
+        sqlite_admin::objects_after(&self.read, after, limit).await
+    }
+
+    async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError> {
+        sqlite_admin::memories_without_object(&self.read).await
+    }
+
+    async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
+        let write = sqlite_admin::mark_corrupt(hash.to_owned(), detail.to_owned());
+        self.send(|reply| WriteCommand::Admin(write, reply)).await
+    }
+
     async fn ping(&self) -> Result<(), StorageError> {
         sqlx::query("SELECT 1").execute(&self.read).await?;
         if self.writer.is_closed() {
@@ -319,6 +384,8 @@ pub(super) fn memory_from_row(row: &SqliteRow) -> Result<MemoryRecord, StorageEr
             thread: row.try_get("thread")?,
             checkpoint: row.try_get("checkpoint")?,
             directory: row.try_get("directory")?,
+            pinned: row.try_get("pinned")?,
+            ttl_seconds: None,
         },
         bytes: to_u64(row.try_get("bytes")?),
         stored_bytes: to_u64(row.try_get("stored_bytes")?),
@@ -330,6 +397,8 @@ pub(super) fn memory_from_row(row: &SqliteRow) -> Result<MemoryRecord, StorageEr
         updated_at: row.try_get("updated_at")?,
         last_accessed_at: row.try_get("last_accessed_at")?,
         access_count: row.try_get("access_count")?,
+        expires_at: row.try_get("expires_at")?,
+        corrupt: row.try_get("corrupt")?,
     })
 }
 

@@ -53,10 +53,11 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, Stor
         }
     }
     let (ns, id, f) = (&memory.namespace, &object.hash, &memory.fields);
+    let expires_at = expiry(memory.now, f.ttl_seconds);
     let created = conn
         .prepare_cached(
             "INSERT INTO memories (namespace, id, type, subtype, mime, title, thread, checkpoint, directory, \
-             tokens, summary, created_at, updated_at, token_method) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13) \
+             tokens, summary, created_at, updated_at, token_method, pinned, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15) \
              ON CONFLICT (namespace, id) DO NOTHING",
         )?
         .execute(rusqlite::params![
@@ -73,16 +74,20 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, Stor
             memory.summary,
             memory.now,
             memory.token_method,
+            f.pinned,
+            expires_at,
         ])?
         == 1;
     if !created {
         // Same content again: keep what was said first, fill what was missing.
         conn.prepare_cached(
             "UPDATE memories SET updated_at = ?1, subtype = COALESCE(subtype, ?2), title = COALESCE(title, ?3), \
-             thread = COALESCE(thread, ?4), checkpoint = COALESCE(checkpoint, ?5), directory = COALESCE(directory, ?6) \
+             thread = COALESCE(thread, ?4), checkpoint = COALESCE(checkpoint, ?5), directory = COALESCE(directory, ?6), \
+             pinned = MAX(pinned, ?9), \
+             expires_at = CASE WHEN expires_at IS NULL OR ?10 IS NULL THEN NULL ELSE MAX(expires_at, ?10) END \
              WHERE namespace = ?7 AND id = ?8",
         )?
-        .execute(rusqlite::params![memory.now, f.subtype, f.title, f.thread, f.checkpoint, f.directory, ns, id])?;
+        .execute(rusqlite::params![memory.now, f.subtype, f.title, f.thread, f.checkpoint, f.directory, ns, id, f.pinned, expires_at])?;
     }
     let mut tag = conn.prepare_cached(
         "INSERT INTO memory_tags (namespace, id, tag) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
@@ -110,5 +115,13 @@ fn fresh_record(put: &NewMemory) -> MemoryRecord {
         updated_at: put.now,
         last_accessed_at: None,
         access_count: 0,
+        expires_at: expiry(put.now, put.fields.ttl_seconds),
+        corrupt: None,
     }
+}
+
+/// When a memory put at `now` with this time to live expires. A put of
+/// content already stored keeps the later expiry of the two (none: never).
+fn expiry(now: i64, ttl_seconds: Option<u64>) -> Option<i64> {
+    ttl_seconds.map(|ttl| now.saturating_add(to_i64(ttl).saturating_mul(1000)))
 }

@@ -28,6 +28,10 @@ const SMALL_BATCH: usize = 8;
 /// See [`SMALL_BATCH`].
 const COMMIT_DELAY_US: u64 = 300;
 
+/// A maintenance write run on the writer's connection inside its transaction.
+pub(super) type AdminWrite =
+    std::sync::Arc<dyn Fn(&Connection) -> Result<u64, StorageError> + Send + Sync>;
+
 type Reply<T> = oneshot::Sender<Result<T, StorageError>>;
 
 /// A write for the writer thread.
@@ -48,6 +52,9 @@ pub(super) enum WriteCommand {
     Import(Box<ImportedMemory>, Reply<bool>),
     /// Add frames to the full-text index.
     Index(Box<FrameBatch>, Reply<()>),
+    /// A maintenance write (prune, expiry, GC, repair); run again alone if
+    /// its batch fails, hence `Fn`. Answers a count.
+    Admin(AdminWrite, Reply<u64>),
     /// Commit what is queued, then stop.
     Shutdown(oneshot::Sender<()>),
 }
@@ -60,6 +67,7 @@ enum Outcome {
     Ledger,
     Import(bool),
     Index,
+    Admin(u64),
 }
 
 impl WriteCommand {
@@ -74,6 +82,8 @@ impl WriteCommand {
             (Self::Import(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Index(_, reply), Ok(Outcome::Index)) => drop(reply.send(Ok(()))),
             (Self::Index(_, reply), Err(e)) => drop(reply.send(Err(e))),
+            (Self::Admin(_, reply), Ok(Outcome::Admin(n))) => drop(reply.send(Ok(n))),
+            (Self::Admin(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Put(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Delete { reply, .. }, Err(e)) => drop(reply.send(Err(e))),
             (Self::Access(_, reply), Err(e)) => drop(reply.send(Err(e))),
@@ -194,6 +204,7 @@ fn transaction(
                 super::sqlite_search::index(&tx, batch)?;
                 Outcome::Index
             }
+            WriteCommand::Admin(write, _) => Outcome::Admin(write(&tx)?),
             WriteCommand::Shutdown(_) => continue,
         });
     }
