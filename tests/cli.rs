@@ -201,3 +201,83 @@ fn export_to_a_file_and_import_into_a_second_server_gives_the_same_ids() {
     assert_eq!(got, ids);
     assert!(Path::new(file_arg).exists());
 }
+
+#[test]
+fn search_refs_prune_gc_and_verify_talk_to_their_endpoints() {
+    let server = start();
+    let url = &server.url;
+    let first = json(&cli(
+        url,
+        &[
+            "put",
+            "--stdin",
+            "--json",
+            "--thread",
+            "t-1",
+            "--title",
+            "build log",
+        ],
+        Some(b"compiling cairn\nerror[E0308]: mismatched flamingo types\nbuild failed\n"),
+    ));
+    let second = json(&cli(
+        url,
+        &["put", "--stdin", "--json", "--thread", "t-1"],
+        Some(b"all quiet on the western front\n"),
+    ));
+    let first_id = first["id"].as_str().unwrap();
+    let second_id = second["id"].as_str().unwrap();
+
+    // Search indexes in the background: poll until the hit shows.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let found = loop {
+        let found = json(&cli(url, &["search", "flamingo", "--json"], None));
+        if !found["results"].as_array().unwrap().is_empty() {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "search never found the memory");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(found["results"][0]["id"], first_id);
+    assert_eq!(found["results"][0]["hits"][0]["line"], 2);
+    let human = cli(url, &["search", "flamingo"], None);
+    assert!(human.status.success());
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains(&first_id[..12]), "{text}");
+    assert!(
+        text.contains("L2: error[E0308]: mismatched flamingo types"),
+        "{text}"
+    );
+
+    let refs = json(&cli(url, &["refs", "--thread", "t-1", "--json"], None));
+    let ids: Vec<&str> = refs["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&first_id) && ids.contains(&second_id));
+
+    // A dry run names what would go and removes nothing.
+    let dry = json(&cli(
+        url,
+        &["prune", "--keep-entries", "1", "--dry-run", "--json"],
+        None,
+    ));
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["removed_count"], 1);
+    assert_eq!(dry["removed"][0]["id"], first_id, "the oldest goes first");
+    let listed = json(&cli(url, &["list", "--json"], None));
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 2);
+
+    let pruned = json(&cli(url, &["prune", "--keep-entries", "1", "--json"], None));
+    assert_eq!(pruned["removed_count"], 1);
+    let gone = cli(url, &["fetch", first_id], None);
+    assert_eq!(gone.status.code(), Some(1));
+
+    let gc = json(&cli(url, &["gc", "--json"], None));
+    assert!(gc.get("removed_objects").is_some(), "{gc}");
+    let verify = json(&cli(url, &["verify", "--json"], None));
+    assert!(verify["checked_objects"].as_u64().unwrap() >= 1, "{verify}");
+    assert!(verify["corrupt"].as_array().unwrap().is_empty(), "{verify}");
+}
