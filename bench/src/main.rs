@@ -235,13 +235,15 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         .report
         .clone()
         .unwrap_or_else(|| workspace().join("bench/REPORT.md"));
+    if let (Some(Measure::Compress), Some(section)) = (cli.only, &report) {
+        // A run of compress alone replaces only its own section of the file.
+        let text = report::with_section(&path, Measure::Compress, section);
+        std::fs::write(&path, &text)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+        eprintln!("report written to {}", path.display());
+        return outcome;
+    }
     let previous = std::fs::read_to_string(&path).ok();
-    let report = match (cli.only, report) {
-        (Some(Measure::Compress), Some(section)) => {
-            Some(report::with_section(&path, Measure::Compress, &section))
-        }
-        (_, report) => report,
-    };
     let base = report.or_else(|| previous.clone()).unwrap_or_default();
     let text = token_report::splice(&base, tokens.as_deref(), previous.as_deref());
     std::fs::write(&path, &text)
