@@ -11,12 +11,12 @@ async fn fill(app: &TestApp) -> Vec<String> {
     let small = app
         .put_text(
             "hello export\n",
-            json!({"type": "NOTE", "title": "tiny", "tags": ["a", "b"], "thread": "t1"}),
+            json!({"type": "NOTE", "title": "tiny", "tags": ["a", "b"], "thread": "t1", "pinned": true}),
         )
         .await;
     let medium = app
         .put_raw(
-            "type=TOOL_OUTPUT&subtype=pytest&checkpoint=c1&directory=%2Fsrc&tags=x",
+            "type=TOOL_OUTPUT&subtype=pytest&checkpoint=c1&directory=%2Fsrc&tags=x&ttl_seconds=86400",
             noise_lines(7, 40_000),
         )
         .await;
@@ -71,7 +71,17 @@ async fn import_into_a_fresh_data_dir_restores_ids_contents_and_metadata() {
     for id in &ids {
         let a = source.get(&format!("/v1/memories/{id}")).await.json();
         let b = target.get(&format!("/v1/memories/{id}")).await.json();
-        assert_eq!(portable_meta(a), portable_meta(b), "metadata of {id}");
+        assert_eq!(
+            portable_meta(a.clone()),
+            portable_meta(b),
+            "metadata of {id}"
+        );
+        if *id == ids[0] {
+            assert_eq!(a["pinned"], true, "the fixture must carry a pin");
+        }
+        if *id == ids[1] {
+            assert!(a["expires_at"].is_string(), "the fixture must carry a TTL");
+        }
         let a = source.get(&format!("/v1/memories/{id}/content")).await;
         let b = target.get(&format!("/v1/memories/{id}/content")).await;
         assert_eq!(b.status, StatusCode::OK);

@@ -99,6 +99,12 @@ pub struct ArchivedMemory {
     pub bytes: u64,
     /// Content lines.
     pub lines: u64,
+    /// Never pruned nor expired (absent in archives of older versions: false).
+    #[serde(default)]
+    pub pinned: bool,
+    /// When it expires, Unix ms (absent: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }
 
 impl From<&MemoryRecord> for ArchivedMemory {
@@ -123,6 +129,8 @@ impl From<&MemoryRecord> for ArchivedMemory {
             summary: r.summary.clone(),
             bytes: r.bytes,
             lines: r.lines,
+            pinned: f.pinned,
+            expires_at: r.expires_at,
         }
     }
 }
@@ -393,6 +401,7 @@ impl Portable {
             thread: memory.thread.clone(),
             checkpoint: memory.checkpoint.clone(),
             directory: memory.directory.clone(),
+            pinned: Some(memory.pinned),
             ..FieldsInput::default()
         }
         .validate()
@@ -453,6 +462,7 @@ impl Portable {
                 updated_at: memory.updated_at,
                 last_accessed_at: memory.last_accessed_at,
                 access_count: memory.access_count,
+                expires_at: memory.expires_at,
                 object: ingested.object,
             })
             .await?)

@@ -239,6 +239,8 @@ pub struct ImportedMemory {
     pub last_accessed_at: Option<i64>,
     /// Original number of reads.
     pub access_count: i64,
+    /// Original expiry, Unix milliseconds (`None`: never).
+    pub expires_at: Option<i64>,
     /// The object, freshly ingested; its hash is the memory id.
     pub object: ObjectRecord,
 }

@@ -29,7 +29,7 @@ pub(super) fn import(conn: &Connection, memory: &ImportedMemory) -> Result<bool,
     };
     sqlite_puts::put(conn, &put)?;
     conn.prepare_cached(
-        "UPDATE memories SET updated_at = ?1, last_accessed_at = ?2, access_count = ?3 \
+        "UPDATE memories SET updated_at = ?1, last_accessed_at = ?2, access_count = ?3, expires_at = ?6 \
          WHERE namespace = ?4 AND id = ?5",
     )?
     .execute(rusqlite::params![
@@ -38,6 +38,7 @@ pub(super) fn import(conn: &Connection, memory: &ImportedMemory) -> Result<bool,
         memory.access_count,
         memory.namespace,
         memory.object.hash,
+        memory.expires_at,
     ])?;
     Ok(true)
 }
