@@ -18,6 +18,7 @@ use crate::domain::search::Search;
 use crate::domain::slicing::SliceLimits;
 use crate::domain::summarizer::{self, SummarizerConfig};
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
+use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
 use crate::storage::blob::fs::FsBlobStore;
 use crate::storage::meta::MetaStore;
@@ -60,10 +61,12 @@ impl App {
         };
         let governor = config.governor().map_err(anyhow::Error::msg)?;
         let meta: Arc<dyn MetaStore> = open_meta(&config.database_url()).await?;
+        let metrics = Arc::new(Metrics::new());
         let ledger = Arc::new(
             Ledger::open(meta.clone(), ledger_config, Arc::new(SystemClock))
                 .await
-                .context("cannot load the accounting ledger")?,
+                .context("cannot load the accounting ledger")?
+                .with_metrics(metrics.clone()),
         );
         let ledger_flusher = ledger.spawn_flusher(Duration::from_secs(1));
         let blobs: Arc<dyn BlobStore> = open_blobs(config)?;
@@ -91,7 +94,8 @@ impl App {
             },
             access.clone(),
         )
-        .with_redaction(config.redact);
+        .with_redaction(config.redact)
+        .with_metrics(metrics.clone());
         let (queue, summarizer) = match &config.summarizer_url {
             Some(url) => {
                 let (queue, summarizer) = summarizer::channel(SummarizerConfig {
@@ -125,6 +129,7 @@ impl App {
             interval: Duration::from_secs(config.retention_interval_secs),
         });
         let state = AppState {
+            metrics,
             maintenance,
             compressor: Arc::new(Compressor::new(memories.clone())),
             governor: Arc::new(governor),

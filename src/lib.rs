@@ -10,4 +10,5 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod metrics;
 pub mod storage;

@@ -15,6 +15,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use super::DomainError;
 use super::pricing::{Price, Pricing, normalize};
 use super::tokens::Counter;
+use crate::metrics::{Metrics, type_label};
 use crate::storage::meta::{CalibrationRow, MetaStore, NamespaceTotals, UsageQuery, UsageRow};
 
 pub mod budget;
@@ -42,6 +43,14 @@ pub enum SavingSource {
 }
 
 impl SavingSource {
+    /// The source's label value: `put` or `compress`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Put => "put",
+            Self::Compress => "compress",
+        }
+    }
+
     fn counter(self) -> &'static str {
         match self {
             Self::Put => "tokens_saved.put",
@@ -241,6 +250,8 @@ pub struct Ledger {
     state: Mutex<State>,
     /// Serializes flushes, so that a read after `flush` sees every earlier record.
     flushing: tokio::sync::Mutex<()>,
+    /// Savings and governor decisions are also counted here.
+    metrics: Arc<Metrics>,
 }
 
 impl Ledger {
@@ -262,7 +273,20 @@ impl Ledger {
                 calibrations: HashMap::new(),
             }),
             flushing: tokio::sync::Mutex::new(()),
+            metrics: Arc::new(Metrics::new()),
         }
+    }
+
+    /// The metrics the ledger counts into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Counts savings and governor decisions into `metrics` as well.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// A ledger that resumes from the store: today's spend and the calibrations.
@@ -311,18 +335,29 @@ impl Ledger {
         &self.config.pricing
     }
 
-    /// Records tokens saved in `namespace` (and their cost, priced for `model`).
+    /// Records tokens saved in `namespace` (and their cost, priced for
+    /// `model`); `kind` is the memory type saved (for metrics).
     pub async fn record_saving(
         &self,
         namespace: &str,
         source: SavingSource,
+        kind: &str,
         model: Option<&str>,
         tokens_saved: u64,
     ) -> Result<(), DomainError> {
         if tokens_saved == 0 {
             return Ok(());
         }
-        let cost = self.config.pricing.price(model).cost(tokens_saved, 0);
+        let price = self.config.pricing.price(model);
+        let cost = price.cost(tokens_saved, 0);
+        self.metrics
+            .tokens_saved
+            .with_label_values(&[source.name(), type_label(kind)])
+            .inc_by(tokens_saved);
+        self.metrics
+            .cost_saved
+            .with_label_values(&[price.entry.as_str()])
+            .inc_by(cost);
         let tokens = i64::try_from(tokens_saved).unwrap_or(i64::MAX);
         self.lock()
             .pending
@@ -361,6 +396,10 @@ impl Ledger {
                 format!("`{tier}` is not a tier (normal, warn, pointer_only)"),
             ));
         };
+        self.metrics
+            .governor_decisions
+            .with_label_values(&[tier])
+            .inc();
         self.lock()
             .pending
             .add_counter(namespace, &format!("governor.{tier}"), 1, 0.0);

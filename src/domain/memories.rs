@@ -18,6 +18,7 @@ use super::summary::{self, SUMMARY_CHARS, SummaryFacts};
 use super::tokens::stream::content_tokens;
 use super::uri::{MemUri, Selector};
 use super::{DomainError, now_ms};
+use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::{ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectRecord};
 
@@ -75,6 +76,8 @@ pub struct Memories {
     redact: bool,
     /// Orders puts against GC's removal of the same object.
     locks: Arc<ObjectLocks>,
+    /// Where puts, slices and cache lookups are counted.
+    metrics: Arc<Metrics>,
 }
 
 impl Memories {
@@ -114,7 +117,20 @@ impl Memories {
             summaries: None,
             redact: true,
             locks: Arc::new(ObjectLocks::default()),
+            metrics: Arc::new(Metrics::new()),
         }
+    }
+
+    /// Counts into `metrics` (by default a private set nobody reads).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// The metrics this service counts into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The object locks puts take, for GC to take the same.
@@ -251,6 +267,14 @@ impl Memories {
             })
             .await?;
         drop(object_guard);
+        self.metrics.record_put(
+            &outcome.record.fields.kind,
+            !outcome.created,
+            outcome.record.bytes,
+            outcome
+                .object_created
+                .then_some(outcome.record.stored_bytes),
+        );
         self.opened
             .invalidate(&(namespace.to_owned(), outcome.record.id.clone()));
         if let (Some(queue), Some(excerpt), true) = (&self.summaries, excerpt, outcome.created) {
@@ -320,7 +344,11 @@ impl Memories {
         id: &IdRef,
     ) -> Result<(MemoryRecord, ObjectReader), DomainError> {
         let cached = match id {
-            IdRef::Full(full) => self.opened.get(&(namespace.to_owned(), full.to_string())),
+            IdRef::Full(full) => {
+                let cached = self.opened.get(&(namespace.to_owned(), full.to_string()));
+                self.metrics.cache("memory_meta", cached.is_some());
+                cached
+            }
             IdRef::Prefix(_) => None,
         };
         let record = match cached {
@@ -332,8 +360,10 @@ impl Memories {
                 record
             }
         };
+        let cached = self.objects.get(&record.id);
+        self.metrics.cache("object_meta", cached.is_some());
         let object =
-            match self.objects.get(&record.id) {
+            match cached {
                 Some(object) => object,
                 None => {
                     let object = self.meta.object(&record.id).await?.ok_or_else(|| {
@@ -373,7 +403,9 @@ impl Memories {
     ) -> Result<Slice, DomainError> {
         let (record, mut reader) = self.open(namespace, id).await?;
         let id = MemoryId::from_stored(record.id);
-        slicing::lines(&mut reader, &id, start, end, &self.limits).await
+        let slice = slicing::lines(&mut reader, &id, start, end, &self.limits).await?;
+        self.metrics.slice("lines", &record.fields.kind);
+        Ok(slice)
     }
 
     /// Bytes `[offset, offset + len)` of a memory.
@@ -386,14 +418,18 @@ impl Memories {
     ) -> Result<Slice, DomainError> {
         let (record, mut reader) = self.open(namespace, id).await?;
         let id = MemoryId::from_stored(record.id);
-        slicing::bytes(&mut reader, &id, offset, len, &self.limits).await
+        let slice = slicing::bytes(&mut reader, &id, offset, len, &self.limits).await?;
+        self.metrics.slice("bytes", &record.fields.kind);
+        Ok(slice)
     }
 
     /// Chunk `n` of a memory.
     pub async fn chunk(&self, namespace: &str, id: &IdRef, n: u64) -> Result<Slice, DomainError> {
         let (record, mut reader) = self.open(namespace, id).await?;
         let id = MemoryId::from_stored(record.id);
-        slicing::chunk(&mut reader, &id, n, &self.limits).await
+        let slice = slicing::chunk(&mut reader, &id, n, &self.limits).await?;
+        self.metrics.slice("chunk", &record.fields.kind);
+        Ok(slice)
     }
 
     /// The slice a pointer URI names (a bare pointer gives the first lines).

@@ -8,6 +8,7 @@
 //! large texts are kept by content hash ([`Counter::count_cached`]).
 
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -53,13 +54,19 @@ impl Encoding {
     /// Tokens of a text whose SHA-256 is `digest`: from the cache, else `count()`
     /// (whose answer is then kept). `count` must count with this encoding.
     pub fn cached(self, digest: [u8; 32], count: impl FnOnce() -> u64) -> u64 {
-        COUNTS.get_with((self, digest), count)
+        let entry = COUNTS.entry((self, digest)).or_insert_with(count);
+        note_lookup(entry.is_fresh());
+        entry.into_value()
     }
 
     /// Like [`Encoding::cached`] for a count that may not exist (content that
     /// is not text): only counts that exist are kept.
     pub fn cached_if(self, digest: [u8; 32], count: impl FnOnce() -> Option<u64>) -> Option<u64> {
-        COUNTS.optionally_get_with((self, digest), count)
+        let entry = COUNTS
+            .entry((self, digest))
+            .or_optionally_insert_with(count);
+        note_lookup(entry.as_ref().is_none_or(moka::Entry::is_fresh));
+        entry.map(moka::Entry::into_value)
     }
 
     fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
@@ -79,6 +86,23 @@ pub const CACHE_MIN_BYTES: usize = 4 << 10;
 /// ~50 bytes, so 100,000 of them (a few MB) cover many long transcripts.
 static COUNTS: LazyLock<moka::sync::Cache<(Encoding, [u8; 32]), u64>> =
     LazyLock::new(|| moka::sync::Cache::new(100_000));
+
+/// Lookups of [`COUNTS`] that found a count, and that had to count.
+static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
+static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
+
+fn note_lookup(fresh: bool) {
+    let counter = if fresh { &CACHE_MISSES } else { &CACHE_HITS };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Hits and misses of the process-wide token-count cache since start (for metrics).
+pub fn cache_lookups() -> (u64, u64) {
+    (
+        CACHE_HITS.load(Ordering::Relaxed),
+        CACHE_MISSES.load(Ordering::Relaxed),
+    )
+}
 
 /// How tokens of one model are counted.
 #[derive(Clone, Copy, Debug, PartialEq)]

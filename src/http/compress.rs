@@ -193,9 +193,21 @@ impl CompressView {
             .calibrate(namespace, model, outcome.counter, outcome.tokens_after)
             .await;
         let saved = before.tokens.saturating_sub(after.tokens);
+        let metrics = ledger.metrics();
+        let strategy = [outcome.strategy];
+        metrics.compress_calls.with_label_values(&strategy).inc();
+        metrics
+            .compress_offloaded
+            .with_label_values(&strategy)
+            .inc_by(outcome.offloaded.len() as u64);
+        #[allow(clippy::cast_precision_loss)]
+        metrics
+            .context_tokens
+            .with_label_values(&["compress"])
+            .observe(before.tokens as f64);
         if saved > 0 {
             ledger
-                .record_saving(namespace, SavingSource::Compress, model, saved)
+                .record_saving(namespace, SavingSource::Compress, "CONTEXT", model, saved)
                 .await?;
         }
         Ok(Self {

@@ -76,6 +76,10 @@ pub async fn get(
     };
     let (start, end) = range.unwrap_or((0, size));
     let stream = content::stream(reader, record.id.clone(), start, end, range.is_none()).await?;
+    state.memories.metrics().slice(
+        if range.is_some() { "range" } else { "content" },
+        &record.fields.kind,
+    );
     let body = Body::from_stream(stream.map(|piece| {
         piece.map_err(|e| {
             tracing::error!(error = %e, "content stream aborted");

@@ -80,16 +80,29 @@ impl AppError {
     }
 }
 
-impl IntoResponse for AppError {
-    fn into_response(self) -> Response {
+impl AppError {
+    /// The JSON body of the answer: `{"error": {"code", "message", ...}}`.
+    pub fn into_body(self) -> Value {
         let mut error = Map::new();
         error.insert("code".into(), Value::from(self.code));
         error.insert("message".into(), Value::from(self.message));
         error.extend(self.details);
         let mut body = Map::new();
         body.insert("error".into(), Value::Object(error));
-        let headers = self.headers.map(|h| *h).unwrap_or_default();
-        (self.status, headers, Json(Value::Object(body))).into_response()
+        Value::Object(body)
+    }
+
+    /// The body of a 500 whose cause is logged, not sent.
+    pub fn internal_value(cause: &dyn std::fmt::Display) -> Value {
+        Self::internal(cause).into_body()
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(mut self) -> Response {
+        let status = self.status;
+        let headers = self.headers.take().map(|h| *h).unwrap_or_default();
+        (status, headers, Json(self.into_body())).into_response()
     }
 }
 

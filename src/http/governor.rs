@@ -160,6 +160,13 @@ pub async fn governor(
         .ledger
         .record_governor(ns, decision.tier.name())
         .await?;
+    #[allow(clippy::cast_precision_loss)]
+    state
+        .ledger
+        .metrics()
+        .context_tokens
+        .with_label_values(&["governor"])
+        .observe(decision.tokens as f64);
     let mut view = GovernorView {
         tokens: decision.tokens,
         method: decision.method,

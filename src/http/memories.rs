@@ -170,9 +170,19 @@ pub async fn put(
 
 /// Accounts a put (its saving and its bytes for the dedup ratio); a failure is
 /// logged and never fails the put.
-async fn record_put(state: &AppState, namespace: &str, stored: &crate::domain::memories::Stored) {
+pub(crate) async fn record_put(
+    state: &AppState,
+    namespace: &str,
+    stored: &crate::domain::memories::Stored,
+) {
     let ledger = &state.ledger;
-    let saving = ledger.record_saving(namespace, SavingSource::Put, None, stored.tokens_saved);
+    let saving = ledger.record_saving(
+        namespace,
+        SavingSource::Put,
+        &stored.record.fields.kind,
+        None,
+        stored.tokens_saved,
+    );
     let put = ledger.record_put(namespace, stored.record.bytes, stored.deduplicated);
     for result in [saving.await, put.await] {
         if let Err(e) = result {

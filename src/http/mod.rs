@@ -31,7 +31,9 @@ mod extract;
 mod governor;
 mod health;
 mod json_body;
+mod mcp;
 mod memories;
+mod metrics;
 pub mod openapi;
 mod panic;
 mod portable;
@@ -73,6 +75,8 @@ pub struct AppState {
     pub search: Arc<Search>,
     /// Prune, GC and verify.
     pub maintenance: Arc<crate::domain::retention::Maintenance>,
+    /// What `/metrics` exposes.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -119,10 +123,22 @@ pub fn router(state: AppState) -> Router {
         state.auth.clone(),
         auth::require_caller,
     ));
+    let mcp = Router::new()
+        .route_service("/mcp", mcp::service(state.clone()))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.auth.clone(),
+            auth::require_caller,
+        ));
     let (api, doc) = public_routes().merge(v1).split_for_parts();
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .merge(mcp)
+        .route("/metrics", axum::routing::get(metrics::get))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::track,
+        ))
         .layer(DefaultBodyLimit::disable())
         .layer(CatchPanicLayer::custom(panic::respond))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))

@@ -19,6 +19,7 @@ mod integrity;
 mod lines;
 mod listing;
 mod memories;
+mod metrics;
 mod openapi;
 mod portable;
 mod redact;

@@ -107,10 +107,10 @@ pub fn summarize(format: Format, messages: &[Value], max_chars: usize) -> String
     if let Some(first) = said.first() {
         text.push_str(&line(first));
     }
-    if said.len() > 1 {
-        if let Some(last) = said.last() {
-            text.push_str(&line(last));
-        }
+    if said.len() > 1
+        && let Some(last) = said.last()
+    {
+        text.push_str(&line(last));
     }
     marker::clip(&text, max_chars).to_owned()
 }

@@ -436,12 +436,11 @@ fn tool_names(format: Format, messages: &[Value]) -> Vec<(String, String)> {
             }
             Format::Anthropic => {
                 for block in message["content"].as_array().into_iter().flatten() {
-                    if block["type"] == "tool_use" {
-                        if let (Some(id), Some(name)) =
+                    if block["type"] == "tool_use"
+                        && let (Some(id), Some(name)) =
                             (block["id"].as_str(), block["name"].as_str())
-                        {
-                            names.push((id.to_owned(), name.to_owned()));
-                        }
+                    {
+                        names.push((id.to_owned(), name.to_owned()));
                     }
                 }
             }

@@ -135,7 +135,9 @@ impl Offloader {
         futures::stream::iter(jobs)
             .map(|job| async move {
                 let key = (namespace.to_owned(), job.hash);
-                if let Some(known) = self.known.get(&key) {
+                let known = self.known.get(&key);
+                self.memories.metrics().cache("offload", known.is_some());
+                if let Some(known) = known {
                     // A client may have deleted it since: never point at nothing.
                     if self.still_there(namespace, &known.id).await? {
                         return Ok(known);

@@ -201,7 +201,7 @@ async fn savings_are_priced_at_the_input_price() {
         .unwrap();
     // No model: the default, gpt-4o at $2.50/M input.
     ledger
-        .record_saving("a", SavingSource::Put, None, 1_000_000)
+        .record_saving("a", SavingSource::Put, "TOOL_OUTPUT", None, 1_000_000)
         .await
         .unwrap();
     // claude-opus-4-1 at $15/M input.
@@ -209,6 +209,7 @@ async fn savings_are_priced_at_the_input_price() {
         .record_saving(
             "a",
             SavingSource::Compress,
+            "CONTEXT",
             Some("claude-opus-4-1"),
             200_000,
         )

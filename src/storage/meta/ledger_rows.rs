@@ -86,3 +86,14 @@ pub struct NamespaceTotals {
     /// Sum of their token counts.
     pub tokens: u64,
 }
+
+/// Totals of the whole store's objects, every namespace together (for gauges).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreTotals {
+    /// Objects.
+    pub objects: u64,
+    /// Sum of their content lengths.
+    pub bytes: u64,
+    /// Sum of their stored (compressed) sizes.
+    pub stored_bytes: u64,
+}

@@ -17,7 +17,7 @@ mod sqlite_writer;
 
 pub use admin_rows::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
 pub use ledger_rows::{
-    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
+    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
 };
 pub use search_rows::{FrameBatch, IndexLag, IndexedFrame, PendingObject, SearchRow};
 
@@ -250,6 +250,8 @@ pub struct ImportedMemory {
 pub struct PutOutcome {
     /// True when the memory did not exist in the namespace before.
     pub created: bool,
+    /// True when the object (shared by namespaces) was stored by this put.
+    pub object_created: bool,
     /// The memory after the put.
     pub record: MemoryRecord,
 }
@@ -329,6 +331,8 @@ pub trait MetaStore: Send + Sync {
     ) -> Result<Vec<CalibrationRow>, StorageError>;
     /// Memory count, bytes, stored bytes and tokens of a namespace.
     async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError>;
+    /// Object count and sizes of the whole store (every namespace).
+    async fn store_totals(&self) -> Result<StoreTotals, StorageError>;
     /// Restores an archived memory with its original metadata, in one
     /// transaction; false (and nothing written) when the namespace has it already.
     async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError>;

@@ -20,7 +20,7 @@ use super::{
     MetaStore, NewMemory, ObjectRecord, PageEntry, PutOutcome,
 };
 use super::{
-    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow,
+    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
     sqlite_admin, sqlite_ledger,
 };
 use super::{FrameBatch, IndexLag, PendingObject, SearchRow, sqlite_search};
@@ -100,6 +100,7 @@ impl MetaStore for SqliteMetaStore {
         };
         Ok(PutOutcome {
             created: written.created,
+            object_created: written.new_object,
             record,
         })
     }
@@ -263,6 +264,10 @@ impl MetaStore for SqliteMetaStore {
 
     async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError> {
         sqlite_ledger::namespace_totals(&self.read, namespace).await
+    }
+
+    async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
+        sqlite_ledger::store_totals(&self.read).await
     }
 
     async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {

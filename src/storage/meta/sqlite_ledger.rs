@@ -5,7 +5,9 @@ use rusqlite::Connection;
 use sqlx::{Row, SqlitePool};
 
 use super::sqlite::to_u64;
-use super::{CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, UsageQuery, UsageRow};
+use super::{
+    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
+};
 use crate::storage::StorageError;
 
 /// Adds counters and usage and sets calibrations (inside the writer's transaction).
@@ -149,5 +151,20 @@ pub(super) async fn namespace_totals(
         bytes: to_u64(row.try_get("bytes")?),
         stored_bytes: to_u64(row.try_get("stored_bytes")?),
         tokens: to_u64(row.try_get("tokens")?),
+    })
+}
+
+/// Object count and sizes of the whole store.
+pub(super) async fn store_totals(pool: &SqlitePool) -> Result<StoreTotals, StorageError> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS objects, COALESCE(SUM(bytes), 0) AS bytes, \
+         COALESCE(SUM(stored_bytes), 0) AS stored_bytes FROM objects",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(StoreTotals {
+        objects: to_u64(row.try_get("objects")?),
+        bytes: to_u64(row.try_get("bytes")?),
+        stored_bytes: to_u64(row.try_get("stored_bytes")?),
     })
 }

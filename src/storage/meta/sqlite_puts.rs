@@ -13,6 +13,8 @@ use crate::storage::StorageError;
 pub(super) struct Written {
     /// The memory did not exist in the namespace before.
     pub created: bool,
+    /// The object was not stored before this put.
+    pub new_object: bool,
     /// The record, unless it has to be read back after the commit.
     pub record: Option<MemoryRecord>,
 }
@@ -96,7 +98,11 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, Stor
         tag.execute((ns, id, t))?;
     }
     let record = (created && new_object).then(|| fresh_record(memory));
-    Ok(Written { created, record })
+    Ok(Written {
+        created,
+        new_object,
+        record,
+    })
 }
 
 /// The record of a memory created over a new object: everything is known already.

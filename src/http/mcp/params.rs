@@ -1,0 +1,74 @@
+//! The arguments of each MCP tool, with the JSON Schema a model sees.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of `memory_put`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutArgs {
+    /// The content to store (a tool output, a web page, a log...).
+    pub content: String,
+    /// Memory type, e.g. TOOL_OUTPUT (default), WEB_SCRAPE, FILE, LOG, TEST_RUN.
+    #[serde(rename = "type")]
+    #[schemars(rename = "type")]
+    pub kind: Option<String>,
+    /// Subtype, usually the name of the tool that produced the content.
+    pub subtype: Option<String>,
+    /// A short title.
+    pub title: Option<String>,
+    /// Tags to filter by later.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The conversation thread this belongs to.
+    pub thread: Option<String>,
+    /// The checkpoint this belongs to.
+    pub checkpoint: Option<String>,
+    /// The working directory this belongs to.
+    pub directory: Option<String>,
+    /// Seconds until the memory expires (default: never).
+    pub ttl_seconds: Option<u64>,
+    /// Never prune or expire this memory.
+    pub pinned: Option<bool>,
+}
+
+/// Arguments of `memory_fetch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FetchArgs {
+    /// The memory's id (64 hex characters, or a unique prefix of at least 12).
+    pub memory_id: Option<String>,
+    /// A `mem://` pointer, e.g. `mem://<id>#L200-399` or the `next` of a previous fetch.
+    pub uri: Option<String>,
+    /// First line, 1-based (default 1).
+    pub line_start: Option<u64>,
+    /// Last line, inclusive (default: 200 lines from line_start; at most 2,000 lines per call).
+    pub line_end: Option<u64>,
+    /// First byte, from 0 (byte slices instead of lines).
+    pub byte_offset: Option<u64>,
+    /// Bytes to read (at most 65,536 per call).
+    pub byte_length: Option<u64>,
+}
+
+/// Arguments of `memory_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// Words (all must match), "a phrase", prefix*, AND, OR, NOT, parentheses.
+    pub query: String,
+    /// Only memories of this type.
+    #[serde(rename = "type")]
+    #[schemars(rename = "type")]
+    pub kind: Option<String>,
+    /// Only memories with this tag.
+    pub tag: Option<String>,
+    /// Only memories of this thread.
+    pub thread: Option<String>,
+    /// Results, 1-100 (default 10).
+    pub limit: Option<u32>,
+}
+
+/// Arguments of `memory_stats` (none).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatsArgs {}

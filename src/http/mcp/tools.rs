@@ -1,0 +1,251 @@
+//! The MCP tools: put, fetch, search and stats over the same domain calls,
+//! guardrails and namespaces as the REST API.
+
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::request::Parts;
+use bytes::Bytes;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::Extension;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
+use serde::Serialize;
+
+use super::params::{FetchArgs, PutArgs, SearchArgs, StatsArgs};
+use crate::domain::fields::FieldsInput;
+use crate::domain::ids::IdRef;
+use crate::domain::uri::{MemUri, Selector};
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::AppError;
+use crate::http::extract::ApiQuery;
+use crate::http::views::{MemoryView, PutView, RedactedView, SliceView};
+
+/// What the server tells a model about itself at `initialize`.
+const INSTRUCTIONS: &str = "Cairn stores large tool outputs so they need not stay in your context. \
+Put a big output with memory_put and keep only the returned summary and `uri` (a mem:// pointer). \
+When you need part of it again, call memory_fetch with that uri and a line range; each call returns \
+at most 2,000 lines or 64 KiB, and `next` is the pointer to the following range. Use memory_search \
+to find which memory and which lines hold a term.";
+
+/// The tool set of one MCP request (stateless: built per request).
+#[derive(Clone)]
+pub struct CairnTools {
+    state: AppState,
+    tool_router: ToolRouter<Self>,
+}
+
+impl CairnTools {
+    /// The tools over the application's state.
+    pub fn new(state: AppState) -> Self {
+        Self {
+            state,
+            tool_router: Self::tool_router(),
+        }
+    }
+}
+
+#[tool_router]
+impl CairnTools {
+    /// Stores content and answers its pointer and summary.
+    #[tool(
+        name = "memory_put",
+        description = "Store a large text (tool output, web page, log, file listing) in Cairn and get back \
+a short summary, its line/byte/token counts and a `uri` pointer (mem://<id>). Keep the summary and the \
+uri in context instead of the content; read any part later with memory_fetch. Storing the same content \
+again returns the same memory."
+    )]
+    async fn memory_put(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<PutArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = caller(&parts)?;
+        Ok(answer(self.put(&caller, args).await))
+    }
+
+    /// Reads a line or byte range of a memory.
+    #[tool(
+        name = "memory_fetch",
+        description = "Read part of a stored memory: give `memory_id` or a `uri` (mem://<id>, mem://<id>#L<a>-<b>, \
+or the `next` of a previous answer), and either `line_start`/`line_end` (1-based, inclusive) or \
+`byte_offset`/`byte_length`. Each call returns at most 2,000 lines and 64 KiB; `total_lines` tells the \
+size, `truncated` says the byte cap cut the range short, and `next` is the pointer to the following \
+range (null at the end). To page through a large memory, fetch 200-500 lines at a time and follow `next`; \
+use memory_search first to find the lines that matter."
+    )]
+    async fn memory_fetch(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<FetchArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = caller(&parts)?;
+        Ok(answer(self.fetch(&caller, args).await))
+    }
+
+    /// Full-text search over the caller's memories.
+    #[tool(
+        name = "memory_search",
+        description = "Search the stored memories (BM25 over their full content). Answers memory ids, titles and \
+the matching lines with their line numbers, best first; fetch around a hit with memory_fetch \
+(e.g. line_start = line - 20). Query syntax: words (all must match), \"a phrase\", prefix*, AND, OR, NOT."
+    )]
+    async fn memory_search(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<SearchArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = caller(&parts)?;
+        let params = crate::http::search::SearchParams {
+            q: args.query,
+            kind: args.kind,
+            subtype: None,
+            tag: args.tag,
+            thread: args.thread,
+            checkpoint: None,
+            directory: None,
+            since: None,
+            until: None,
+            limit: args.limit,
+        };
+        let found = crate::http::search::get(State(self.state.clone()), caller, ApiQuery(params))
+            .await
+            .map(|Json(view)| view);
+        Ok(answer(found))
+    }
+
+    /// The caller's namespace totals.
+    #[tool(
+        name = "memory_stats",
+        description = "Totals of your namespace: memories, bytes stored, compression and dedup ratios, \
+tokens and cost saved, search index lag."
+    )]
+    async fn memory_stats(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(_): Parameters<StatsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = caller(&parts)?;
+        let stats = crate::http::stats::get(State(self.state.clone()), caller)
+            .await
+            .map(|Json(view)| view);
+        Ok(answer(stats))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for CairnTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("cairn", env!("CARGO_PKG_VERSION"))
+                    .with_title("Cairn memory store"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+impl CairnTools {
+    async fn put(&self, caller: &Caller, args: PutArgs) -> Result<PutView, AppError> {
+        let fields = FieldsInput {
+            kind: args.kind,
+            subtype: args.subtype,
+            mime: Some("text/plain".to_owned()),
+            title: args.title,
+            tags: args.tags,
+            thread: args.thread,
+            checkpoint: args.checkpoint,
+            directory: args.directory,
+            ttl_seconds: args.ttl_seconds,
+            pinned: args.pinned,
+        };
+        let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(args.content))]);
+        let stored = self
+            .state
+            .memories
+            .put(&caller.namespace, fields, content)
+            .await?;
+        crate::http::memories::record_put(&self.state, &caller.namespace, &stored).await;
+        Ok(PutView {
+            redacted: RedactedView::new(stored.redacted.as_ref()),
+            memory: MemoryView::new(stored.record, self.state.memories.limits()),
+            deduplicated: stored.deduplicated,
+            tokens_saved: stored.tokens_saved,
+        })
+    }
+
+    async fn fetch(&self, caller: &Caller, args: FetchArgs) -> Result<SliceView, AppError> {
+        let lines = args.line_start.is_some() || args.line_end.is_some();
+        let bytes = args.byte_offset.is_some() || args.byte_length.is_some();
+        if lines && bytes {
+            return Err(AppError::bad_request(
+                "give either line_start/line_end or byte_offset/byte_length, not both",
+            ));
+        }
+        let (id, selector) = match (args.memory_id, args.uri) {
+            (Some(id), None) => (IdRef::parse(&id)?, Selector::Whole),
+            (None, Some(uri)) => {
+                let uri = MemUri::parse(&uri)?;
+                (uri.id, uri.selector)
+            }
+            (Some(_), Some(_)) => {
+                return Err(AppError::bad_request("give memory_id or uri, not both"));
+            }
+            (None, None) => {
+                return Err(AppError::bad_request(
+                    "give memory_id or uri (a mem:// pointer) of the memory to read",
+                ));
+            }
+        };
+        if (lines || bytes) && !matches!(selector, Selector::Whole) {
+            return Err(AppError::bad_request(
+                "the uri already names a range; drop line_*/byte_* or pass a bare mem://<id>",
+            ));
+        }
+        let memories = &self.state.memories;
+        let ns = &caller.namespace;
+        let (slice, by_lines) = if bytes {
+            let offset = args.byte_offset.unwrap_or(0);
+            (
+                memories.bytes(ns, &id, offset, args.byte_length).await?,
+                false,
+            )
+        } else if lines {
+            (
+                memories
+                    .lines(ns, &id, args.line_start, args.line_end)
+                    .await?,
+                true,
+            )
+        } else {
+            let by_lines = !matches!(selector, Selector::Bytes { .. });
+            let uri = MemUri { id, selector };
+            (memories.fetch(ns, &uri).await?, by_lines)
+        };
+        Ok(SliceView::new(slice, by_lines))
+    }
+}
+
+/// The caller that the authentication layer put into the HTTP request.
+fn caller(parts: &Parts) -> Result<Caller, ErrorData> {
+    parts
+        .extensions
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("request reached MCP without a caller", None))
+}
+
+/// A tool result: the JSON view, or the REST error body flagged as a tool error
+/// (so the model reads what was wrong and can correct its call).
+fn answer<T: Serialize>(result: Result<T, AppError>) -> CallToolResult {
+    match result {
+        Ok(view) => match serde_json::to_value(view) {
+            Ok(value) => CallToolResult::structured(value),
+            Err(e) => CallToolResult::structured_error(AppError::internal_value(&e)),
+        },
+        Err(err) => CallToolResult::structured_error(err.into_body()),
+    }
+}
