@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use crate::config::Config;
 use crate::domain::access::AccessRecorder;
 use crate::domain::compress::Compressor;
+use crate::domain::frame_cache::FrameCache;
 use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
@@ -21,6 +22,8 @@ use crate::http::{self, AppState, HttpConfig, auth::Auth};
 use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
 use crate::storage::blob::fs::FsBlobStore;
+use crate::storage::cache::CachedBlobStore;
+use crate::storage::cache::redis::{RedisCache, RedisSettings};
 use crate::storage::meta::MetaStore;
 use crate::storage::meta::sqlite::SqliteMetaStore;
 
@@ -70,11 +73,17 @@ impl App {
         );
         let ledger_flusher = ledger.spawn_flusher(Duration::from_secs(1));
         let blobs: Arc<dyn BlobStore> = open_blobs(config)?;
+        let cache = open_cache(config, &metrics)?;
+        // Slices read through the shared cache; verify, GC and export see the store itself.
+        let reading_blobs: Arc<dyn BlobStore> = match &cache {
+            Some(cache) => Arc::new(CachedBlobStore::new(blobs.clone(), cache.clone())),
+            None => blobs.clone(),
+        };
         let access = Arc::new(AccessRecorder::default());
         let flusher = access.spawn_flusher(meta.clone(), Duration::from_secs(1));
         let memories = Memories::new(
             meta.clone(),
-            blobs.clone(),
+            reading_blobs,
             IngestConfig {
                 frame_bytes: config.frame_bytes,
                 zstd_level: config.zstd_level,
@@ -95,6 +104,10 @@ impl App {
             access.clone(),
         )
         .with_redaction(config.redact)
+        .with_frame_cache(Arc::new(FrameCache::new(
+            config.frame_cache_bytes,
+            metrics.clone(),
+        )))
         .with_metrics(metrics.clone());
         let (queue, summarizer) = match &config.summarizer_url {
             Some(url) => {
@@ -129,6 +142,7 @@ impl App {
             interval: Duration::from_secs(config.retention_interval_secs),
         });
         let state = AppState {
+            cache,
             metrics,
             maintenance,
             compressor: Arc::new(Compressor::new(memories.clone())),
@@ -186,6 +200,21 @@ async fn open_meta(url: &str) -> anyhow::Result<Arc<dyn MetaStore>> {
         return Ok(Arc::new(store));
     }
     bail!("unsupported metadata store URL `{url}`: this build supports sqlite://")
+}
+
+/// The shared hot cache, when `CAIRN_REDIS_URL` is set.
+fn open_cache(config: &Config, metrics: &Arc<Metrics>) -> anyhow::Result<Option<Arc<RedisCache>>> {
+    let Some(url) = config.redis_url.as_deref().filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    let settings = RedisSettings {
+        url: url.to_owned(),
+        prefix: config.redis_prefix.clone(),
+        ttl: Duration::from_secs(config.redis_ttl_secs),
+        max_bytes: config.redis_max_bytes,
+        timeout: Duration::from_millis(config.redis_timeout_ms),
+    };
+    Ok(Some(Arc::new(RedisCache::open(settings, metrics.clone())?)))
 }
 
 fn open_blobs(config: &Config) -> anyhow::Result<Arc<dyn BlobStore>> {

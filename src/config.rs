@@ -164,6 +164,25 @@ pub struct Config {
     /// Seconds an object stays unreferenced before GC may remove it.
     #[arg(long, env = "CAIRN_GC_GRACE_SECS", default_value_t = 3600)]
     pub gc_grace_secs: u64,
+    /// Decoded frames kept in this process for slices, in bytes (0: off).
+    #[arg(long, env = "CAIRN_FRAME_CACHE_BYTES", default_value_t = 64 << 20)]
+    pub frame_cache_bytes: u64,
+    /// Redis or Dragonfly shared by replicas as a hot cache of stored frames
+    /// (`redis://host:6379/0`; default: none).
+    #[arg(long, env = "CAIRN_REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+    /// Lifetime of a shared-cache entry, in seconds.
+    #[arg(long, env = "CAIRN_REDIS_TTL_SECS", default_value_t = 3600)]
+    pub redis_ttl_secs: u64,
+    /// Bytes the shared cache may take in one TTL window (live entries stay below twice this).
+    #[arg(long, env = "CAIRN_REDIS_MAX_BYTES", default_value_t = 1 << 30)]
+    pub redis_max_bytes: u64,
+    /// Deadline of each shared-cache call in milliseconds; past it the stores answer.
+    #[arg(long, env = "CAIRN_REDIS_TIMEOUT_MS", default_value_t = 50)]
+    pub redis_timeout_ms: u64,
+    /// Prefix of the shared cache's keys.
+    #[arg(long, env = "CAIRN_REDIS_PREFIX", default_value = "cairn")]
+    pub redis_prefix: String,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -200,6 +219,9 @@ impl Config {
         }
         if self.retention_interval_secs == 0 {
             return Err("the retention interval must be at least 1 second".into());
+        }
+        if self.redis_ttl_secs == 0 || self.redis_timeout_ms == 0 {
+            return Err("the Redis TTL and timeout must be at least 1".into());
         }
         if self.max_slice_bytes < 16 {
             return Err("max slice bytes must be at least 16".into());

@@ -6,8 +6,8 @@
 //! templates. Ids and namespaces never appear.
 
 use prometheus::{
-    CounterVec, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    CounterVec, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// Memory types that keep their own label value; any other type is `OTHER`.
@@ -68,6 +68,10 @@ pub struct Metrics {
     pub governor_decisions: IntCounterVec,
     /// Cache lookups, by layer and result (hit, miss).
     pub cache_lookups: IntCounterVec,
+    /// Shared-cache failures, by layer and reason (timeout, error, open circuit).
+    pub cache_errors: IntCounterVec,
+    /// 1 while a shared cache layer is degraded (requests go to the stores).
+    pub cache_degraded: IntGaugeVec,
     /// HTTP requests, by route template, method and status.
     pub http_requests: IntCounterVec,
     /// HTTP request durations in seconds, by route template and method.
@@ -187,6 +191,22 @@ impl Metrics {
                 "Cache lookups, by layer and result",
                 &["layer", "result"],
             )?,
+            cache_errors: counters(
+                "cairn_cache_errors_total",
+                "Shared-cache failures answered from the stores instead, by layer and reason",
+                &["layer", "reason"],
+            )?,
+            cache_degraded: {
+                let g = IntGaugeVec::new(
+                    Opts::new(
+                        "cairn_cache_degraded",
+                        "1 while a shared cache layer is bypassed (down, slow or its circuit open)",
+                    ),
+                    &["layer"],
+                )?;
+                registry.register(Box::new(g.clone()))?;
+                g
+            },
             http_requests: counters(
                 "cairn_http_requests_total",
                 "HTTP requests, by route template, method and status",
@@ -238,6 +258,11 @@ impl Metrics {
         self.cache_lookups
             .with_label_values(&[layer, if hit { "hit" } else { "miss" }])
             .inc();
+    }
+
+    /// Counts one failed lookup or store of a shared cache `layer`.
+    pub fn cache_error(&self, layer: &str, reason: &str) {
+        self.cache_errors.with_label_values(&[layer, reason]).inc();
     }
 
     /// Counts one slice of `kind` read from a memory of `memory_type`.

@@ -7,6 +7,7 @@ use futures::Stream;
 
 use super::access::AccessRecorder;
 use super::fields::FieldsInput;
+use super::frame_cache::FrameCache;
 use super::gc::ObjectLocks;
 use super::ids::{IdRef, MemoryId};
 use super::ingest::{self, IngestConfig};
@@ -78,6 +79,8 @@ pub struct Memories {
     locks: Arc<ObjectLocks>,
     /// Where puts, slices and cache lookups are counted.
     metrics: Arc<Metrics>,
+    /// Decoded frames shared by this process's slices (off until configured).
+    frame_cache: Option<Arc<FrameCache>>,
 }
 
 impl Memories {
@@ -118,7 +121,15 @@ impl Memories {
             redact: true,
             locks: Arc::new(ObjectLocks::default()),
             metrics: Arc::new(Metrics::new()),
+            frame_cache: None,
         }
+    }
+
+    /// Shares decoded frames between slices through `cache`.
+    #[must_use]
+    pub fn with_frame_cache(mut self, cache: Arc<FrameCache>) -> Self {
+        self.frame_cache = Some(cache);
+        self
     }
 
     /// Counts into `metrics` (by default a private set nobody reads).
@@ -390,7 +401,11 @@ impl Memories {
             return Err(DomainError::NotFound(record.id.clone()));
         }
         self.access.record(namespace, &record.id, now_ms());
-        Ok((record, ObjectReader::new(object, self.blobs.clone())))
+        let mut reader = ObjectReader::new(object, self.blobs.clone());
+        if let Some(cache) = &self.frame_cache {
+            reader = reader.with_frame_cache(cache.clone());
+        }
+        Ok((record, reader))
     }
 
     /// Lines `start..=end` of a memory.

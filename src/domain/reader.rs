@@ -7,6 +7,7 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use super::DomainError;
+use super::frame_cache::FrameCache;
 use super::seekable;
 use crate::storage::StorageError;
 use crate::storage::blob::{BlobStore, RangeTransform};
@@ -16,6 +17,7 @@ use crate::storage::meta::{FrameEntry, Layout, ObjectRecord, PAGE_BYTES};
 pub struct ObjectReader {
     object: Arc<ObjectRecord>,
     blobs: Arc<dyn BlobStore>,
+    frame_cache: Option<Arc<FrameCache>>,
     /// Raw content reads as one frame holding everything.
     raw: Option<[FrameEntry; 1]>,
     decoded: Vec<(usize, Bytes)>,
@@ -37,9 +39,18 @@ impl ObjectReader {
         Self {
             object,
             blobs,
+            frame_cache: None,
             raw,
             decoded: Vec::with_capacity(2),
         }
+    }
+
+    /// Shares decoded frames through `cache` (readers of hot paths; bulk
+    /// readers such as the indexer or export leave it out, not to flush it).
+    #[must_use]
+    pub fn with_frame_cache(mut self, cache: Arc<FrameCache>) -> Self {
+        self.frame_cache = Some(cache);
+        self
     }
 
     /// The frame index (borrowed from the cached object: nothing is copied per request).
@@ -100,9 +111,18 @@ impl ObjectReader {
         if self.object.layout == Layout::Raw {
             return self.raw_content();
         }
+        let frame_len = entry.content_len as usize;
+        if let Some(data) = self
+            .frame_cache
+            .as_ref()
+            .and_then(|c| c.get(&self.object.hash, entry.content_offset, need, frame_len))
+        {
+            self.remember(idx, data.clone());
+            return Ok(data);
+        }
         let (offset, stored_offset, stored_len) =
             (entry.content_offset, entry.stored_offset, entry.stored_len);
-        let decode: RangeTransform = Box::new(move |frame| {
+        let decode: RangeTransform = std::sync::Arc::new(move |frame| {
             seekable::decompress_prefix(&frame, entry.content_len as usize, need, &entry.pages)
                 .map(Bytes::from)
         });
@@ -136,12 +156,20 @@ impl ObjectReader {
                 "frame at content offset {offset} failed verification: {detail}"
             ))
         })?;
+        if let Some(cache) = &self.frame_cache {
+            cache.insert(&self.object.hash, offset, data.clone());
+        }
+        self.remember(idx, data.clone());
+        Ok(data)
+    }
+
+    /// Keeps frame `idx` for this reader's next look (the last two frames).
+    fn remember(&mut self, idx: usize, data: Bytes) {
         self.decoded.retain(|(i, _)| *i != idx);
         if self.decoded.len() == 2 {
             self.decoded.remove(0);
         }
-        self.decoded.push((idx, data.clone()));
-        Ok(data)
+        self.decoded.push((idx, data));
     }
 
     fn raw_content(&self) -> Result<Bytes, DomainError> {

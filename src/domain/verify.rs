@@ -154,7 +154,8 @@ async fn check_object(
             }
             _ => {
                 let entry = frame.clone();
-                let transform: RangeTransform = Box::new(move |bytes| decode(bytes, entry));
+                let transform: RangeTransform =
+                    std::sync::Arc::new(move |bytes| decode(bytes, entry.clone()));
                 match blobs
                     .read_range_then(
                         &object.hash,

@@ -77,6 +77,8 @@ pub struct AppState {
     pub maintenance: Arc<crate::domain::retention::Maintenance>,
     /// What `/metrics` exposes.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The shared hot cache, when configured (for `/readyz`).
+    pub cache: Option<Arc<crate::storage::cache::redis::RedisCache>>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

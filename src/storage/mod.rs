@@ -1,6 +1,7 @@
 //! Storage backends behind traits: objects ([`blob`]) and metadata ([`meta`]).
 
 pub mod blob;
+pub mod cache;
 pub mod meta;
 
 /// A failure of a storage backend.

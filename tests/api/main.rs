@@ -8,6 +8,7 @@ mod helpers;
 mod admin;
 mod auth;
 mod bytes;
+mod cache;
 mod compress;
 mod content;
 mod errors;

@@ -77,7 +77,7 @@ impl BlobStore for FsBlobStore {
     ) -> Result<Result<Bytes, String>, StorageError> {
         let (path, hash) = (self.path_of(hash), hash.to_owned());
         tokio::task::spawn_blocking(move || {
-            read_file_range(&path, &hash, offset, len).map(transform)
+            read_file_range(&path, &hash, offset, len).map(|data| transform(data))
         })
         .await
         .map_err(|e| StorageError::Io(io::Error::other(e)))?

@@ -7,8 +7,9 @@ use super::StorageError;
 
 pub mod fs;
 
-/// Work on a range just read, run off the async executor (e.g. decoding a frame).
-pub type RangeTransform = Box<dyn FnOnce(Bytes) -> Result<Bytes, String> + Send>;
+/// Work on a range just read, run off the async executor (e.g. decoding a
+/// frame). Callable more than once: a cache may try it on its copy first.
+pub type RangeTransform = std::sync::Arc<dyn Fn(Bytes) -> Result<Bytes, String> + Send + Sync>;
 
 /// Object storage. Implementations: local file system (default); S3 later.
 #[async_trait]
