@@ -258,6 +258,10 @@ impl OwnRedis {
             .local_addr()
             .unwrap()
             .port();
+        Self::start_on(port)
+    }
+
+    fn start_on(port: u16) -> Option<Self> {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -354,5 +358,30 @@ async fn killing_redis_under_load_fails_no_request() {
     assert_eq!(
         sample(&app, r#"cairn_cache_degraded{layer="redis"}"#).await,
         1.0
+    );
+
+    // Redis comes back on the same port: after the breaker's pause, one probe
+    // closes the circuit and frames are cached again.
+    let port: u16 = redis.url.rsplit(':').next().unwrap().parse().unwrap();
+    let _back = OwnRedis::start_on(port).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let resp = app
+            .get(&format!("/v1/memories/{id}/lines?start=1&end=5"))
+            .await;
+        assert_eq!(resp.status, StatusCode::OK);
+        let ready = app.get("/readyz").await.json();
+        if ready["status"] == "ready" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cache never recovered: {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(
+        sample(&app, r#"cairn_cache_degraded{layer="redis"}"#).await,
+        0.0
     );
 }
