@@ -4,6 +4,7 @@
 //! measure needs no server and writes its own section of the report.
 
 mod api;
+mod corpus;
 mod generate;
 mod judge;
 mod measure;
@@ -257,7 +258,7 @@ async fn tokens_section(scale: &Scale) -> anyhow::Result<String> {
     let target = scale.tokens_bytes;
     let result = tokio::task::spawn_blocking(move || {
         eprintln!("reading a {} corpus…", judge::mib(target));
-        let corpus = measure::tokens::corpus(&measure::tokens::default_roots(), target)?;
+        let corpus = corpus::read(&corpus::default_roots(), target)?;
         Ok::<_, anyhow::Error>(measure::tokens::run(&corpus))
     })
     .await??;
