@@ -6,6 +6,7 @@ use crate::api::Stored;
 use crate::measure::big_upload::BigUpload;
 use crate::measure::ingest::Ingest;
 use crate::measure::puts::{PutLoad, Puts};
+use crate::measure::search::{self, QueryKind, Search};
 use crate::measure::slices::{SLICE_LINES, Slices};
 use crate::procfs::CpuUse;
 use crate::report::Report;
@@ -20,6 +21,8 @@ const SLICE_P50_MAX_MS: f64 = 2.0;
 const SLICE_P99_MAX_MS: f64 = 5.0;
 /// Durable small puts per second.
 const PUTS_MIN_PER_S: f64 = 3000.0;
+/// Search latency target (p50 over all query kinds), ms.
+const SEARCH_P50_MAX_MS: f64 = 20.0;
 
 /// Rows of the ingest measure.
 pub fn ingest(report: &mut Report, ingest: &Ingest) {
@@ -230,6 +233,174 @@ pub fn puts(report: &mut Report, puts: &mut Puts, load: &PutLoad) {
     for sample in &puts.error_samples {
         report.note(format!("Put error: {sample}"));
     }
+}
+
+/// Search rows: the corpus, the puts, the index throughput, latency overall and per kind.
+pub fn search(report: &mut Report, result: &mut Search) {
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let sources: Vec<String> = result
+        .sources
+        .iter()
+        .map(|p| format!("`{}`", p.display()))
+        .collect();
+    report.info(
+        format!(
+            "Search corpus: {} memories, each a {}–{} KiB piece (cut at line ends) of one real text file; \
+             {} files (`.rs`, `.md`, `.txt`, extension-less) under {}, spread over the {} distinct pieces found",
+            result.memories,
+            search::MIN_PIECE >> 10,
+            search::MAX_PIECE >> 10,
+            result.files,
+            sources.join(" and "),
+            result.available
+        ),
+        format!(
+            "{:.1} MB (MB = 10^6 B; mean {:.1} KiB, {}–{} B)",
+            mb(result.bytes),
+            result.bytes as f64 / result.memories.max(1) as f64 / 1024.0,
+            result.smallest,
+            result.largest
+        ),
+    );
+    let put_seconds = result.put_elapsed.as_secs_f64().max(1e-9);
+    let put_p50 = Percentiles::of(&mut result.put_latencies).p50;
+    report.info(
+        format!(
+            "Raw `POST /v1/memories` of them, {} clients",
+            result.clients
+        ),
+        format!(
+            "{} ({:.0}/s, {:.1} MB/s; p50 {:.1} ms)",
+            secs(result.put_elapsed),
+            result.memories as f64 / put_seconds,
+            mb(result.bytes) / put_seconds,
+            ms(put_p50)
+        ),
+    );
+    report.check(
+        "Search memories not answered 201",
+        result.put_errors.to_string(),
+        "0",
+        result.put_errors == 0,
+    );
+    report.info(
+        "Index throughput: content put ÷ time from the first put to an empty index queue",
+        format!(
+            "{:.1} MB/s ({:.1} MB in {})",
+            mb(result.bytes) / result.indexed_after.as_secs_f64().max(1e-9),
+            mb(result.bytes),
+            secs(result.indexed_after)
+        ),
+    );
+    let (objects, bytes) = result.pending_at_last_put;
+    report.info(
+        "Index caught up after the last put answered",
+        format!(
+            "≤ {} (the queue emptied in its last {}; queue at the last put {objects} objects, {:.1} MB; longest seen {:.1} MB)",
+            secs(result.catch_up),
+            secs(result.resolution),
+            mb(bytes),
+            mb(result.peak_pending_bytes)
+        ),
+    );
+
+    let count = result.samples.len();
+    let mut all: Vec<Duration> = result.samples.iter().map(|s| s.latency).collect();
+    let p = Percentiles::of(&mut all);
+    let what = format!(
+        "`GET /v1/search` (limit {}) over {} memories",
+        search::LIMIT,
+        result.memories_searched
+    );
+    report.check(
+        format!("{what}: p50 ({count} sequential GETs, all kinds)"),
+        format!("{:.2} ms", ms(p.p50)),
+        format!("< {SEARCH_P50_MAX_MS} ms"),
+        ms(p.p50) < SEARCH_P50_MAX_MS,
+    );
+    report.info(
+        format!("{what}: p90 / p99 / max"),
+        format!("{:.2} / {:.2} / {:.2} ms", ms(p.p90), ms(p.p99), ms(p.max)),
+    );
+    for kind in QueryKind::ALL {
+        let of_kind: Vec<_> = result.samples.iter().filter(|s| s.kind == kind).collect();
+        let found = of_kind.iter().filter(|s| s.results > 0).count();
+        let mut latencies: Vec<Duration> = of_kind.iter().map(|s| s.latency).collect();
+        let p = Percentiles::of(&mut latencies);
+        report.info(
+            format!(
+                "Search, {}, {} queries: p50 / p90 / p99 / max; share with ≥ 1 result",
+                kind.describe(),
+                of_kind.len()
+            ),
+            format!(
+                "{:.2} / {:.2} / {:.2} / {:.2} ms; {:.0}%",
+                ms(p.p50),
+                ms(p.p90),
+                ms(p.p99),
+                ms(p.max),
+                percent(found, of_kind.len())
+            ),
+        );
+    }
+    let found = result.samples.iter().filter(|s| s.results > 0).count();
+    report.check(
+        "Searches with ≥ 1 result",
+        format!("{:.1}% ({found} of {count})", percent(found, count)),
+        "> 0",
+        found > 0,
+    );
+    report.check(
+        "Search answers not 200 with results",
+        result.errors.to_string(),
+        "0",
+        result.errors == 0,
+    );
+    let polled = result.indexed_after.as_secs_f64().max(1e-9);
+    report.note(format!(
+        "The index throughput covers puts and indexing together: the background indexer \
+         runs while the puts go on and shares the CPUs with them (server {:.2} cores, \
+         benchmark client {:.2} cores on average from the first put to the index caught up). \
+         The queue is read from `/v1/stats` (`search_index.pending_objects`), which grows \
+         costly with the namespace, so each look waits at least {} ms and {}× as long as the \
+         previous look took: {} looks, {:.1} ms each on average ({:.0}% of the time); \
+         the index caught up at most one pause before the look that saw it so.",
+        result.cpu.server_cores,
+        result.cpu.client_cores,
+        search::POLL.as_millis(),
+        search::POLL_SHARE,
+        result.polls,
+        ms(result.poll_time) / f64::from(result.polls.max(1)),
+        100.0 * result.poll_time.as_secs_f64() / polled
+    ));
+    if result.memories_before > 0 {
+        report.note(format!(
+            "The namespace already held {} memories of earlier measures (searched too); \
+             their indexing took {} more before the search puts started.",
+            result.memories_before,
+            secs(result.waited_before)
+        ));
+    }
+    let examples: Vec<String> = result
+        .examples
+        .iter()
+        .map(|(kind, queries)| {
+            let quoted: Vec<String> = queries.iter().map(|q| format!("`{q}`")).collect();
+            format!("{}: {}", kind.name(), quoted.join(", "))
+        })
+        .collect();
+    report.note(format!(
+        "Queries are drawn with the seed from the stored memories' words, the kinds in turn; \
+         the first measured of each kind: {}.",
+        examples.join("; ")
+    ));
+    for sample in &result.error_samples {
+        report.note(format!("Search error: {sample}"));
+    }
+}
+
+fn percent(part: usize, whole: usize) -> f64 {
+    100.0 * part as f64 / whole.max(1) as f64
 }
 
 fn cpu_note(report: &mut Report, during: &str, cpu: &CpuUse) {

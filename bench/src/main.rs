@@ -1,9 +1,11 @@
 //! `cairn-bench`: starts a release Cairn server over a fresh data directory,
 //! measures ingest speed, memory during a large upload, slice latency and
-//! durable small puts, and writes a Markdown report. The token-counting
-//! measure needs no server and writes its own section of the report.
+//! durable small puts, compress latency, and search latency and index
+//! throughput over real text, and writes a Markdown report. The
+//! token-counting measure needs no server and writes its own section of the report.
 
 mod api;
+mod corpus;
 mod generate;
 mod judge;
 mod measure;
@@ -96,8 +98,23 @@ pub struct Cli {
     /// Repeat calls of the compress measure (after its first call).
     #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u16).range(1..))]
     pub compress_repeats: u16,
-    /// Run only this measure (the others are skipped). Tokens and compress
-    /// replace their own section of the report file; the others rewrite it.
+    /// Skip the search measure.
+    #[arg(long)]
+    pub skip_search: bool,
+    /// Memories of real text the search measure stores [default: 10000, quick: 1000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub search_memories: Option<u64>,
+    /// Measured searches [default: 2000, quick: 300].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub searches: Option<u64>,
+    /// Warm-up searches before measuring.
+    #[arg(long, default_value_t = 100)]
+    pub search_warmup: usize,
+    /// Concurrent put clients of the search measure.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub search_clients: u16,
+    /// Run only this measure (the others are skipped). Tokens, compress and
+    /// search replace their own section of the report file; the others rewrite it.
     #[arg(long, value_enum)]
     pub only: Option<Measure>,
     /// Size of the token-counting corpus in MiB [default: 64, quick: 8].
@@ -120,6 +137,8 @@ pub enum Measure {
     Tokens,
     /// `POST /v1/compress` latency.
     Compress,
+    /// `GET /v1/search` latency and index throughput over real text.
+    Search,
 }
 
 impl Cli {
@@ -135,6 +154,7 @@ impl Cli {
         self.skip_puts = only != Measure::Puts;
         self.skip_tokens = only != Measure::Tokens;
         self.skip_compress = only != Measure::Compress;
+        self.skip_search = only != Measure::Search;
     }
 
     /// Whether a measure of the server runs.
@@ -146,6 +166,7 @@ impl Cli {
             Measure::Puts => !self.skip_puts,
             Measure::Tokens => !self.skip_tokens,
             Measure::Compress => !self.skip_compress,
+            Measure::Search => !self.skip_search,
         }
     }
 
@@ -155,7 +176,8 @@ impl Cli {
             && self.skip_big
             && self.skip_slices
             && self.skip_puts
-            && self.skip_compress)
+            && self.skip_compress
+            && self.skip_search)
     }
 }
 
@@ -172,10 +194,15 @@ pub struct Scale {
     pub put_duration: Duration,
     /// Size of the token-counting corpus.
     pub tokens_bytes: u64,
+    /// Memories the search measure stores.
+    pub search_memories: usize,
+    /// Measured searches.
+    pub searches: usize,
 }
 
 impl Scale {
     fn of(cli: &Cli) -> Self {
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         let pick = |explicit: Option<u64>, full: u64, quick: u64| {
             explicit.unwrap_or(if cli.quick { quick } else { full })
         };
@@ -185,6 +212,8 @@ impl Scale {
             slices: cli.slices.unwrap_or(if cli.quick { 300 } else { 2000 }),
             put_duration: Duration::from_secs(pick(cli.put_seconds, 10, 3)),
             tokens_bytes: pick(cli.tokens_mib, 64, 8) * MIB,
+            search_memories: count(pick(cli.search_memories, 10_000, 1000)),
+            searches: count(pick(cli.searches, 2000, 300)),
         }
     }
 }
@@ -235,9 +264,10 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         .report
         .clone()
         .unwrap_or_else(|| workspace().join("bench/REPORT.md"));
-    if let (Some(Measure::Compress), Some(section)) = (cli.only, &report) {
-        // A run of compress alone replaces only its own section of the file.
-        let text = report::with_section(&path, Measure::Compress, section);
+    if let (Some(only @ (Measure::Compress | Measure::Search)), Some(section)) = (cli.only, &report)
+    {
+        // A run of compress or search alone replaces only its own section of the file.
+        let text = report::with_section(&path, only, section);
         std::fs::write(&path, &text)
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
         eprintln!("report written to {}", path.display());
@@ -257,7 +287,7 @@ async fn tokens_section(scale: &Scale) -> anyhow::Result<String> {
     let target = scale.tokens_bytes;
     let result = tokio::task::spawn_blocking(move || {
         eprintln!("reading a {} corpus…", judge::mib(target));
-        let corpus = measure::tokens::corpus(&measure::tokens::default_roots(), target)?;
+        let corpus = corpus::read(&corpus::default_roots(), target)?;
         Ok::<_, anyhow::Error>(measure::tokens::run(&corpus))
     })
     .await??;
@@ -329,12 +359,16 @@ fn describe_run(report: &mut Report, cli: &Cli, scale: &Scale) {
     report.fact(
         "Scale",
         format!(
-            "ingest file {}, big upload {}, {} slices (+{} warm-up), {} s of puts{}",
+            "ingest file {}, big upload {}, {} slices (+{} warm-up), {} s of puts, \
+             {} search memories and {} searches (+{} warm-up){}",
             judge::mib(scale.ingest_bytes),
             judge::mib(scale.big_bytes),
             scale.slices,
             cli.slice_warmup,
             scale.put_duration.as_secs(),
+            scale.search_memories,
+            scale.searches,
+            cli.search_warmup,
             if cli.quick { " (--quick)" } else { "" }
         ),
     );

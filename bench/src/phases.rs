@@ -9,10 +9,11 @@ use anyhow::{Context, bail};
 
 use crate::api::Api;
 use crate::measure::puts::PutLoad;
-use crate::measure::{big_upload, compress, ingest, puts, slices};
+use crate::measure::search::SearchLoad;
+use crate::measure::{big_upload, compress, ingest, puts, search, slices};
 use crate::report::Report;
 use crate::server::Server;
-use crate::{Cli, Measure, Scale, judge, workspace};
+use crate::{Cli, Measure, Scale, corpus, judge, workspace};
 
 /// How long the server gets to stop on SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -62,6 +63,10 @@ pub async fn bench(
             Ok(mut result) => judge::compress(report, &mut result),
             Err(e) => report.failed("Compress", &e),
         }
+        ensure_alive(&mut server)?;
+    }
+    if cli.runs(Measure::Search) {
+        search_phase(cli, scale, &api, server.pid(), report).await;
         ensure_alive(&mut server)?;
     }
 
@@ -206,6 +211,29 @@ async fn put_phase(
     match puts::run(api, pid, load, run_id).await {
         Ok(mut result) => judge::puts(report, &mut result, &load),
         Err(e) => report.failed("Puts", &e),
+    }
+}
+
+async fn search_phase(cli: &Cli, scale: &Scale, api: &Api, pid: u32, report: &mut Report) {
+    let load = SearchLoad {
+        memories: scale.search_memories,
+        clients: usize::from(cli.search_clients),
+        warmup: cli.search_warmup,
+        searches: scale.searches,
+        seed: cli.seed,
+    };
+    let measured = async {
+        eprintln!("search: cutting {} pieces of real text…", load.memories);
+        let pieces = tokio::task::spawn_blocking(move || {
+            search::pieces(&corpus::default_roots(), load.memories)
+        })
+        .await??;
+        search::run(api, pid, pieces, load).await
+    }
+    .await;
+    match measured {
+        Ok(mut result) => judge::search(report, &mut result),
+        Err(e) => report.failed("Search", &e),
     }
 }
 

@@ -5,5 +5,6 @@ pub mod big_upload;
 pub mod compress;
 pub mod ingest;
 pub mod puts;
+pub mod search;
 pub mod slices;
 pub mod tokens;

@@ -2,23 +2,10 @@
 //! `tiktoken-rs` (OpenAI's tiktoken core), for o200k_base and cl100k_base,
 //! on one core, over real text found on this machine; the counts must agree.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
-
-/// Files larger than this are left out of the corpus (generated data, not prose or code).
-const MAX_FILE_BYTES: u64 = 1 << 20;
-
-/// A corpus of real text files, concatenated in a fixed order.
-pub struct Corpus {
-    /// The files' texts.
-    pub texts: Vec<String>,
-    /// Their total size in bytes.
-    pub bytes: u64,
-    /// Where they came from, for the report.
-    pub sources: Vec<PathBuf>,
-}
+use crate::corpus::Corpus;
 
 /// One implementation's pass over the corpus with one encoding.
 #[derive(Clone, Copy, Debug)]
@@ -55,91 +42,6 @@ pub struct TokenCounting {
     pub sources: Vec<PathBuf>,
     /// One result per encoding.
     pub results: Vec<EncodingResult>,
-}
-
-/// The default corpus roots: Rust sources and Markdown of the cargo registry,
-/// and the text files under /usr/share/doc.
-pub fn default_roots() -> Vec<PathBuf> {
-    let mut roots = Vec::new();
-    if let Some(home) = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-    {
-        roots.push(home.join("registry/src"));
-    }
-    roots.push(PathBuf::from("/usr/share/doc"));
-    roots
-}
-
-/// Reads up to `target` bytes of UTF-8 text files (`.rs`, `.md`, `.txt`, and
-/// extension-less files such as READMEs and copyright notices) under `roots`,
-/// in sorted path order so that the same machine always gives the same corpus.
-pub fn corpus(roots: &[PathBuf], target: u64) -> anyhow::Result<Corpus> {
-    let mut paths = Vec::new();
-    for root in roots {
-        walk(root, &mut paths);
-    }
-    paths.sort();
-    let mut texts = Vec::new();
-    let mut bytes = 0;
-    for path in paths {
-        if bytes >= target {
-            break;
-        }
-        let Ok(raw) = std::fs::read(&path) else {
-            continue;
-        };
-        let Ok(mut text) = String::from_utf8(raw) else {
-            continue;
-        };
-        let room = usize::try_from(target - bytes).unwrap_or(usize::MAX);
-        if text.len() > room {
-            let mut cut = room;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-        }
-        bytes += text.len() as u64;
-        texts.push(text);
-    }
-    if bytes < target {
-        bail!(
-            "found only {bytes} bytes of text under {roots:?}, {target} wanted: pass --tokens-mib smaller"
-        );
-    }
-    Ok(Corpus {
-        texts,
-        bytes,
-        sources: roots.to_vec(),
-    })
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        let path = entry.path();
-        if kind.is_dir() {
-            walk(&path, out);
-        } else if kind.is_file()
-            && is_text_name(&path)
-            && entry.metadata().is_ok_and(|m| m.len() <= MAX_FILE_BYTES)
-        {
-            out.push(path);
-        }
-    }
-}
-
-fn is_text_name(path: &Path) -> bool {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some(ext) => matches!(ext, "rs" | "md" | "txt"),
-        None => true,
-    }
 }
 
 /// Counts the corpus with both implementations and both encodings, one file at a time.
