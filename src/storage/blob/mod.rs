@@ -64,3 +64,30 @@ pub trait BlobWriter: Send {
     /// same bytes).
     async fn commit(self: Box<Self>, hash: &str) -> Result<(), StorageError>;
 }
+
+/// Creates `tmp` if needed and removes everything in it (uploads cut short by
+/// a crash); answers how many entries were removed.
+pub(crate) fn empty_temp_dir(tmp: &std::path::Path) -> std::io::Result<usize> {
+    std::fs::create_dir_all(tmp)?;
+    let mut removed = 0;
+    for entry in std::fs::read_dir(tmp)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+        removed += 1;
+    }
+    Ok(removed)
+}
+
+/// Runs blocking file work on the blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, StorageError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
+        .map_err(StorageError::from)
+}
