@@ -6,11 +6,12 @@ use bytes::Bytes;
 use super::StorageError;
 
 pub mod fs;
+pub mod s3;
 
 /// Work on a range just read, run off the async executor (e.g. decoding a frame).
 pub type RangeTransform = Box<dyn FnOnce(Bytes) -> Result<Bytes, String> + Send>;
 
-/// Object storage. Implementations: local file system (default); S3 later.
+/// Object storage. Implementations: local file system (default), S3-compatible.
 #[async_trait]
 pub trait BlobStore: Send + Sync {
     /// Starts a new object; nothing is visible under its hash before `commit`.
