@@ -338,8 +338,17 @@ impl BlobWriter for S3BlobWriter {
         };
         let key = object_key(&self.blobs, hash);
         let store = self.store.as_ref();
+        let started = std::time::Instant::now();
         let checked = upload(store, &key, spool.file.path(), &expected).await?;
+        let uploaded = started.elapsed();
         if checked || stored_matches(store, &key, &expected).await? {
+            tracing::debug!(
+                bytes = expected.len,
+                found_stored = checked,
+                upload_ms = uploaded.as_millis() as u64,
+                check_ms = (started.elapsed() - uploaded).as_millis() as u64,
+                "object committed to S3"
+            );
             Ok(())
         } else {
             Err(StorageError::Io(io::Error::other(format!(
