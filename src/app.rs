@@ -22,6 +22,7 @@ use crate::http::{self, AppState, HttpConfig, auth::Auth};
 use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
 use crate::storage::blob::fs::FsBlobStore;
+use crate::storage::blob::s3::{S3BlobStore, S3Url};
 use crate::storage::cache::CachedBlobStore;
 use crate::storage::cache::redis::{RedisCache, RedisSettings};
 use crate::storage::meta::MetaStore;
@@ -218,12 +219,28 @@ fn open_cache(config: &Config, metrics: &Arc<Metrics>) -> anyhow::Result<Option<
 }
 
 fn open_blobs(config: &Config) -> anyhow::Result<Arc<dyn BlobStore>> {
+    if let Some(url) = config
+        .blob_url
+        .as_deref()
+        .filter(|u| u.starts_with("s3://"))
+    {
+        let location = S3Url::parse(url).map_err(anyhow::Error::msg)?;
+        // Uploads are spooled to the data directory's tmp/ (see storage::blob::s3).
+        let (store, removed) = S3BlobStore::open(&location, config.data_dir.join("tmp"))
+            .with_context(|| format!("cannot open the S3 blob store s3://{}", location.bucket))?;
+        if removed > 0 {
+            tracing::info!(removed, "removed leftover temp files from an earlier run");
+        }
+        return Ok(Arc::new(store));
+    }
     let (root, tmp) = match config.blob_url.as_deref() {
         None => (config.data_dir.join("blobs"), config.data_dir.join("tmp")),
         Some(url) => match url.strip_prefix("file://") {
             // Temp files must be on the objects' file system so that linking them in is atomic.
             Some(path) => (PathBuf::from(path), PathBuf::from(path).join(".tmp")),
-            None => bail!("unsupported blob store URL `{url}`: this build supports file://"),
+            None => {
+                bail!("unsupported blob store URL `{url}`: this build supports file:// and s3://")
+            }
         },
     };
     let (store, removed) = FsBlobStore::open(root.clone(), tmp)

@@ -46,8 +46,9 @@ pub struct Config {
     /// Metadata store URL (default: sqlite://<data-dir>/meta.sqlite).
     #[arg(long, env = "CAIRN_DATABASE_URL")]
     pub database_url: Option<String>,
-    /// Blob store URL (default: file://<data-dir>/blobs).
-    #[arg(long, env = "CAIRN_BLOB_URL")]
+    /// Blob store URL (default: file://<data-dir>/blobs), or `s3://bucket/prefix`
+    /// (endpoint, region and credentials from the AWS_* variables).
+    #[arg(long, env = "CAIRN_BLOB_URL", hide_env_values = true)]
     pub blob_url: Option<String>,
     /// API keys: `key:namespace[:admin],...`. Without keys, one open `default` namespace.
     #[arg(long, env = "CAIRN_API_KEYS", hide_env_values = true)]

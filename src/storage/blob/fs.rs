@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tempfile::NamedTempFile;
 
-use super::{BlobEntry, BlobStore, BlobWriter, RangeTransform};
+use super::{BlobEntry, BlobStore, BlobWriter, RangeTransform, blocking};
 use crate::storage::StorageError;
 
 /// Objects as files under a root directory.
@@ -28,17 +28,7 @@ impl FsBlobStore {
     /// leftovers from a crash; returns the store and how many were removed.
     pub fn open(root: PathBuf, tmp: PathBuf) -> Result<(Self, usize), StorageError> {
         fs::create_dir_all(&root)?;
-        fs::create_dir_all(&tmp)?;
-        let mut removed = 0;
-        for entry in fs::read_dir(&tmp)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                fs::remove_dir_all(&path)?;
-            } else {
-                fs::remove_file(&path)?;
-            }
-            removed += 1;
-        }
+        let removed = super::empty_temp_dir(&tmp)?;
         Ok((Self { root, tmp }, removed))
     }
 
@@ -236,13 +226,4 @@ impl BlobWriter for FsBlobWriter {
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
-}
-
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> io::Result<T> + Send + 'static,
-) -> Result<T, StorageError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| StorageError::Io(io::Error::other(e)))?
-        .map_err(StorageError::from)
 }

@@ -6,12 +6,13 @@ use bytes::Bytes;
 use super::StorageError;
 
 pub mod fs;
+pub mod s3;
 
 /// Work on a range just read, run off the async executor (e.g. decoding a
 /// frame). Callable more than once: a cache may try it on its copy first.
 pub type RangeTransform = std::sync::Arc<dyn Fn(Bytes) -> Result<Bytes, String> + Send + Sync>;
 
-/// Object storage. Implementations: local file system (default); S3 later.
+/// Object storage. Implementations: local file system (default), S3-compatible.
 #[async_trait]
 pub trait BlobStore: Send + Sync {
     /// Starts a new object; nothing is visible under its hash before `commit`.
@@ -64,4 +65,31 @@ pub trait BlobWriter: Send {
     /// an object of that hash; concurrent commits of one content carry the
     /// same bytes).
     async fn commit(self: Box<Self>, hash: &str) -> Result<(), StorageError>;
+}
+
+/// Creates `tmp` if needed and removes everything in it (uploads cut short by
+/// a crash); answers how many entries were removed.
+pub(crate) fn empty_temp_dir(tmp: &std::path::Path) -> std::io::Result<usize> {
+    std::fs::create_dir_all(tmp)?;
+    let mut removed = 0;
+    for entry in std::fs::read_dir(tmp)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+        removed += 1;
+    }
+    Ok(removed)
+}
+
+/// Runs blocking file work on the blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, StorageError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
+        .map_err(StorageError::from)
 }

@@ -1,0 +1,216 @@
+//! The S3 store's logic over object_store's in-memory store (no server
+//! needed); `tests/s3.rs` runs it against an S3 endpoint.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use object_store::memory::InMemory;
+
+use super::*;
+
+fn store(prefix: &str) -> (S3BlobStore, Arc<InMemory>, tempfile::TempDir) {
+    let memory = Arc::new(InMemory::new());
+    let dir = tempfile::tempdir().unwrap();
+    let (store, removed) =
+        S3BlobStore::with_store(memory.clone(), prefix, dir.path().join("tmp")).unwrap();
+    assert_eq!(removed, 0);
+    (store, memory, dir)
+}
+
+fn hash_of(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+/// Bytes that differ from one offset to the next.
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 9) as u8)
+        .collect()
+}
+
+async fn put(store: &S3BlobStore, data: &[u8], hash: &str) {
+    let mut writer = store.create().await.unwrap();
+    for piece in data.chunks(300_000) {
+        writer.write(Bytes::copy_from_slice(piece)).await.unwrap();
+    }
+    writer.commit(hash).await.unwrap();
+}
+
+async fn stored(memory: &InMemory, key: &str) -> object_store::Result<Bytes> {
+    memory.get(&ObjectPath::from(key)).await?.bytes().await
+}
+
+#[test]
+fn urls_name_bucket_prefix_and_options() {
+    let url = S3Url::parse(
+        "s3://bucket/team/cairn/?endpoint=http://127.0.0.1:5000&allow_http=true&region=eu-west-1&secret_access_key=hush",
+    )
+    .unwrap();
+    assert_eq!(url.bucket, "bucket");
+    assert_eq!(url.prefix, "team/cairn");
+    assert_eq!(url.options.len(), 4);
+    assert!(
+        url.options
+            .contains(&(AmazonS3ConfigKey::Region, "eu-west-1".into()))
+    );
+    assert!(!format!("{url:?}").contains("hush"), "{url:?}");
+    let bare = S3Url::parse("s3://bucket").unwrap();
+    assert_eq!((bare.prefix.as_str(), bare.options.len()), ("", 0));
+    for bad in [
+        "s3:///prefix",
+        "file:///tmp",
+        "s3://b?no_such_option=1",
+        "s3://b?bucket=other",
+    ] {
+        assert!(S3Url::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn a_committed_object_lies_under_the_fan_layout_and_reads_back_by_range() {
+    let (store, memory, dir) = store("team/cairn");
+    let data = pattern(200_000, 1);
+    let hash = hash_of(&data);
+    put(&store, &data, &hash).await;
+    let key = format!("team/cairn/blobs/{}/{hash}.zst", &hash[..2]);
+    assert_eq!(store.key_of(&hash).as_ref(), key);
+    assert_eq!(&stored(&memory, &key).await.unwrap()[..], &data[..]);
+    let slice = store.read_range(&hash, 1_000, 5_000).await.unwrap();
+    assert_eq!(&slice[..], &data[1_000..6_000]);
+    let listed = store.list().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].hash.as_str(), listed[0].bytes),
+        (hash.as_str(), 200_000)
+    );
+    assert!(listed[0].modified_ms > 1_600_000_000_000);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
+        0,
+        "the spool file is gone after commit"
+    );
+    store.ping().await.unwrap();
+}
+
+#[tokio::test]
+async fn objects_over_one_part_go_up_in_parts_and_arrive_whole() {
+    let (store, memory, _dir) = store("");
+    let data = pattern(2 * PART_BYTES + 12_345, 2);
+    let hash = hash_of(&data);
+    put(&store, &data, &hash).await;
+    let key = format!("blobs/{}/{hash}.zst", &hash[..2]);
+    assert!(stored(&memory, &key).await.unwrap()[..] == data[..]);
+    let tail = store
+        .read_range(&hash, data.len() as u64 - 100, 100)
+        .await
+        .unwrap();
+    assert_eq!(&tail[..], &data[data.len() - 100..]);
+}
+
+#[tokio::test]
+async fn a_leftover_with_other_bytes_is_replaced_and_one_with_ours_is_kept() {
+    for len in [50_000, PART_BYTES + 1] {
+        let (store, memory, _dir) = store("p");
+        let data = pattern(len, 3);
+        let hash = hash_of(&data);
+        let key = store.key_of(&hash);
+        memory
+            .put(&key, PutPayload::from(b"left by a crash".to_vec()))
+            .await
+            .unwrap();
+        put(&store, &data, &hash).await;
+        assert!(stored(&memory, key.as_ref()).await.unwrap()[..] == data[..]);
+        // Same bytes already there: nothing is written again.
+        let before = memory.head(&key).await.unwrap().e_tag;
+        put(&store, &data, &hash).await;
+        assert_eq!(memory.head(&key).await.unwrap().e_tag, before, "{len}");
+    }
+}
+
+#[tokio::test]
+async fn missing_and_short_objects_answer_the_errors_reads_expect() {
+    let (store, memory, _dir) = store("p");
+    let hash = "ab".repeat(32);
+    assert!(matches!(
+        store.read_range(&hash, 0, 10).await,
+        Err(StorageError::MissingObject(h)) if h == hash
+    ));
+    memory
+        .put(&store.key_of(&hash), PutPayload::from(vec![7; 100]))
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.read_range(&hash, 90, 20).await,
+        Err(StorageError::Truncated(_))
+    ));
+    assert!(matches!(
+        store.read_range(&hash, 200, 20).await,
+        Err(StorageError::Truncated(_))
+    ));
+    assert_eq!(store.read_range(&hash, 90, 10).await.unwrap().len(), 10);
+}
+
+#[tokio::test]
+async fn delete_quarantine_and_list_skip_what_is_not_an_object() {
+    let (store, memory, _dir) = store("p");
+    let (a, b) = (pattern(1_000, 4), pattern(1_000, 5));
+    let (ha, hb) = (hash_of(&a), hash_of(&b));
+    put(&store, &a, &ha).await;
+    put(&store, &b, &hb).await;
+    for stray in [
+        "p/blobs/README".to_owned(),
+        format!("p/blobs/{}/{hb}.zst.part", &hb[..2]),
+        format!("p/blobs/zz/{ha}.zst"),
+        format!("p/blobs/{}/x/{ha}.zst", &ha[..2]),
+        format!("other/blobs/{}/{ha}.zst", &ha[..2]),
+    ] {
+        memory
+            .put(&ObjectPath::from(stray), PutPayload::from(vec![1]))
+            .await
+            .unwrap();
+    }
+    let mut hashes = vec![ha.clone(), hb.clone()];
+    hashes.sort();
+    let listed: Vec<String> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.hash)
+        .collect();
+    assert_eq!(listed, hashes);
+
+    store.quarantine(&ha).await.unwrap();
+    assert_eq!(
+        &stored(&memory, &format!("p/quarantine/{ha}.zst"))
+            .await
+            .unwrap()[..],
+        &a[..]
+    );
+    assert!(matches!(
+        store.read_range(&ha, 0, 1).await,
+        Err(StorageError::MissingObject(_))
+    ));
+    store.quarantine(&ha).await.unwrap(); // gone already: nothing to do
+
+    store.delete(&hb).await.unwrap();
+    store.delete(&hb).await.unwrap();
+    assert!(store.list().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_uncommitted_writer_leaves_nothing_and_open_empties_tmp() {
+    let (store, memory, dir) = store("p");
+    let mut writer = store.create().await.unwrap();
+    writer
+        .write(Bytes::from_static(b"abandoned"))
+        .await
+        .unwrap();
+    drop(writer);
+    let tmp = dir.path().join("tmp");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    assert!(store.list().await.unwrap().is_empty());
+    std::fs::write(tmp.join("s3-put-leftover"), b"x").unwrap();
+    let (_, removed) = S3BlobStore::with_store(memory, "p", tmp.clone()).unwrap();
+    assert_eq!(removed, 1);
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+}
