@@ -629,3 +629,73 @@ async fn the_store_alone_answers_missing_and_truncated_like_the_file_store() {
     assert!(store.list().await.unwrap().is_empty());
     store.quarantine(&hash).await.unwrap();
 }
+
+/// The value of one `/metrics` sample as exposed, or 0.
+async fn sample(t: &S3App, series: &str) -> f64 {
+    let (_, body) = t.raw("/metrics").await;
+    String::from_utf8_lossy(&body)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            (name == series).then(|| value.parse::<f64>().unwrap())
+        })
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_in_front_a_frame_read_from_the_bucket_is_then_served_from_redis() {
+    // The combination of the scale-out setup: objects in S3, frames in Redis.
+    let redis_url = match std::env::var("CAIRN_TEST_REDIS_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CAIRN_TEST_REDIS_URL is not set, and CI must run this test"
+            );
+            eprintln!("skipped: CAIRN_TEST_REDIS_URL is not set");
+            return;
+        }
+    };
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let prefix = format!("cairn-s3-test-{}-{nanos}", std::process::id());
+    let Some(t) = start(|c| {
+        c.frame_bytes = 64 << 10;
+        c.frame_cache_bytes = 0;
+        c.redis_url = Some(redis_url.clone());
+        c.redis_prefix = prefix.clone();
+        c.redis_timeout_ms = 1000;
+    })
+    .await
+    else {
+        return;
+    };
+    let content = noise(7, 1 << 20, HEX);
+    let (status, put) = t.put_raw(&content).await;
+    assert_eq!(status, StatusCode::CREATED, "{put}");
+    let id = put["id"].as_str().unwrap().to_owned();
+    let uri = format!("/v1/memories/{id}/lines?start=100&end=140");
+    let hit = r#"cairn_cache_lookups_total{layer="redis",result="hit"}"#;
+    let (status, first) = t.raw(&uri).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(first[..] == lines_of(&content, 100, 140)[..]);
+    // The cache fills in the background: read until Redis answers.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sample(&t, hit).await < 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "no Redis hit after the first read"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (status, again) = t.raw(&uri).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(again[..] == first[..]);
+    }
+    let (_, ready) = t.raw("/readyz").await;
+    let ready: Value = serde_json::from_slice(&ready).unwrap();
+    assert_eq!(ready["status"], "ready", "{ready}");
+    assert_eq!(ready["cache"], "ok");
+}
