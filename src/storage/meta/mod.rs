@@ -7,6 +7,14 @@ use super::StorageError;
 mod admin_rows;
 mod ledger_rows;
 mod search_rows;
+pub mod postgres;
+mod postgres_admin;
+mod postgres_ledger;
+mod postgres_puts;
+mod postgres_search;
+mod postgres_tsquery;
+#[cfg(test)]
+mod postgres_tests;
 pub mod sqlite;
 mod sqlite_admin;
 mod sqlite_ledger;
@@ -296,7 +304,8 @@ pub struct AccessUpdate {
     pub count: i64,
 }
 
-/// Metadata storage. Implementations: SQLite (default); PostgreSQL later.
+/// Metadata storage. Implementations: SQLite (default, [`sqlite`]) and
+/// PostgreSQL (for replicas sharing one database, [`postgres`]).
 #[async_trait]
 pub trait MetaStore: Send + Sync {
     /// Stores the object if new and creates the memory, or merges into it.

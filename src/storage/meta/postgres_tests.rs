@@ -1,0 +1,1 @@
+//! PostgreSQL store tests (filled below).
