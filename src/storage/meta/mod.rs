@@ -6,15 +6,15 @@ use super::StorageError;
 
 mod admin_rows;
 mod ledger_rows;
-mod search_rows;
 pub mod postgres;
 mod postgres_admin;
 mod postgres_ledger;
 mod postgres_puts;
 mod postgres_search;
-mod postgres_tsquery;
 #[cfg(test)]
 mod postgres_tests;
+mod postgres_tsquery;
+mod search_rows;
 pub mod sqlite;
 mod sqlite_admin;
 mod sqlite_ledger;

@@ -30,7 +30,8 @@ pub(super) async fn retention_rows(
     ];
     for (column, value) in exact {
         if let Some(value) = value {
-            sql.push(format!(" AND {column} = ")).push_bind(value.clone());
+            sql.push(format!(" AND {column} = "))
+                .push_bind(value.clone());
         }
     }
     if let Some(tag) = &filter.tag {

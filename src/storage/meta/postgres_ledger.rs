@@ -134,7 +134,8 @@ pub(super) async fn calibrations(
         "SELECT namespace, model, factor, samples, updated_at FROM ledger_calibration",
     );
     if let Some(namespace) = namespace {
-        sql.push(" WHERE namespace = ").push_bind(namespace.to_owned());
+        sql.push(" WHERE namespace = ")
+            .push_bind(namespace.to_owned());
     }
     sql.push(" ORDER BY namespace, model COLLATE \"C\"");
     let rows = sql.build().fetch_all(pool).await?;

@@ -95,12 +95,11 @@ pub(super) async fn index(pool: &PgPool, batch: FrameBatch) -> Result<(), Storag
 
 /// Objects waiting for the index, oldest first.
 pub(super) async fn pending(pool: &PgPool, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
-    let rows = sqlx::query(
-        "SELECT hash, bytes FROM search_pending ORDER BY queued_at, hash LIMIT $1",
-    )
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
+    let rows =
+        sqlx::query("SELECT hash, bytes FROM search_pending ORDER BY queued_at, hash LIMIT $1")
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
     rows.iter()
         .map(|r| {
             Ok(PendingObject {
@@ -113,11 +112,10 @@ pub(super) async fn pending(pool: &PgPool, limit: u32) -> Result<Vec<PendingObje
 
 /// Objects and bytes waiting.
 pub(super) async fn lag(pool: &PgPool) -> Result<IndexLag, StorageError> {
-    let row = sqlx::query(
-        "SELECT COUNT(*)::BIGINT, COALESCE(SUM(bytes), 0)::BIGINT FROM search_pending",
-    )
-    .fetch_one(pool)
-    .await?;
+    let row =
+        sqlx::query("SELECT COUNT(*)::BIGINT, COALESCE(SUM(bytes), 0)::BIGINT FROM search_pending")
+            .fetch_one(pool)
+            .await?;
     Ok(IndexLag {
         objects: to_u64(row.try_get(0)?),
         bytes: to_u64(row.try_get(1)?),

@@ -286,10 +286,7 @@ mod tests {
         // Adjacency binds tighter than NOT, NOT tighter than AND.
         assert_eq!(ts(r#""a" NOT "b" "c""#), "('a' & !('b' & 'c'))");
         assert_eq!(ts(r#""a" NOT "b" AND "c""#), "(('a' & !'b') & 'c')");
-        assert_eq!(
-            ts(r#""a" OR ("b" NOT "c")"#),
-            "('a' | ('b' & !'c'))"
-        );
+        assert_eq!(ts(r#""a" OR ("b" NOT "c")"#), "('a' | ('b' & !'c'))");
         assert_eq!(ts(r#""near" ("a")"#), "('near' & 'a')");
         assert_eq!(
             ts(r#""alpha" NOT "beta" NOT ("gamma" OR "delta") "eps"*"#),
@@ -322,7 +319,16 @@ mod tests {
 
     #[test]
     fn malformed_expressions_are_refused() {
-        for bad in ["", "AND", r#""a" OR"#, r#"("a""#, r#""a")"#, r#""a"#, "a", r#""""#] {
+        for bad in [
+            "",
+            "AND",
+            r#""a" OR"#,
+            r#"("a""#,
+            r#""a")"#,
+            r#""a"#,
+            "a",
+            r#""""#,
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
@@ -344,7 +350,10 @@ mod tests {
         let cut = parts(&text);
         assert!(cut.len() > 1);
         assert_eq!(cut.concat(), text);
-        assert!(cut.iter().all(|p| p.len() <= PART_BYTES && p.ends_with('\n')));
+        assert!(
+            cut.iter()
+                .all(|p| p.len() <= PART_BYTES && p.ends_with('\n'))
+        );
         let wide = "é".repeat(40_000);
         let cut = parts(&wide);
         assert_eq!(cut.concat(), wide);
