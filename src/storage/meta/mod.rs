@@ -12,6 +12,8 @@ mod postgres_ledger;
 mod postgres_puts;
 mod postgres_search;
 #[cfg(test)]
+mod postgres_search_tests;
+#[cfg(test)]
 mod postgres_tests;
 mod postgres_tsquery;
 mod search_rows;
