@@ -26,6 +26,7 @@ use crate::storage::blob::s3::{S3BlobStore, S3Url};
 use crate::storage::cache::CachedBlobStore;
 use crate::storage::cache::redis::{RedisCache, RedisSettings};
 use crate::storage::meta::MetaStore;
+use crate::storage::meta::postgres::PgMetaStore;
 use crate::storage::meta::sqlite::SqliteMetaStore;
 
 /// A built application: its state and the background work to stop with it.
@@ -200,7 +201,27 @@ async fn open_meta(url: &str) -> anyhow::Result<Arc<dyn MetaStore>> {
             .with_context(|| format!("cannot open metadata store {url}"))?;
         return Ok(Arc::new(store));
     }
-    bail!("unsupported metadata store URL `{url}`: this build supports sqlite://")
+    if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        let store = PgMetaStore::open(url)
+            .await
+            .with_context(|| format!("cannot open metadata store {}", redacted(url)))?;
+        return Ok(Arc::new(store));
+    }
+    bail!(
+        "unsupported metadata store URL `{}`: this build supports sqlite://, postgres:// and postgresql://",
+        redacted(url)
+    )
+}
+
+/// A database URL fit for a log or an error: without its password.
+fn redacted(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// The shared hot cache, when `CAIRN_REDIS_URL` is set.

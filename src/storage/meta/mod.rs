@@ -6,6 +6,16 @@ use super::StorageError;
 
 mod admin_rows;
 mod ledger_rows;
+pub mod postgres;
+mod postgres_admin;
+mod postgres_ledger;
+mod postgres_puts;
+mod postgres_search;
+#[cfg(test)]
+mod postgres_search_tests;
+#[cfg(test)]
+mod postgres_tests;
+mod postgres_tsquery;
 mod search_rows;
 pub mod sqlite;
 mod sqlite_admin;
@@ -296,7 +306,8 @@ pub struct AccessUpdate {
     pub count: i64,
 }
 
-/// Metadata storage. Implementations: SQLite (default); PostgreSQL later.
+/// Metadata storage. Implementations: SQLite (default, [`sqlite`]) and
+/// PostgreSQL (for replicas sharing one database, [`postgres`]).
 #[async_trait]
 pub trait MetaStore: Send + Sync {
     /// Stores the object if new and creates the memory, or merges into it.
