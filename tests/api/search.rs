@@ -98,7 +98,7 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
     wait_for_index(&app, None).await;
     assert_eq!(
         ids(&search(&app, &format!("q={}", enc("\"open the file\""))).await),
-        [phrase]
+        [phrase.clone()]
     );
     let both = ids(&search(&app, "q=open%20file").await);
     assert_eq!(both.len(), 2);
@@ -109,10 +109,15 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
     assert!(ids(&search(&app, "q=pars").await).is_empty());
     assert_eq!(
         ids(&search(&app, &format!("q={}", enc("file NOT please"))).await),
-        [apart]
+        [apart.clone()]
     );
     let either = ids(&search(&app, &format!("q={}", enc("crashed OR please"))).await);
     assert_eq!(either.len(), 2);
+    // A group beside a word is an AND (FTS5 only joins bare phrases implicitly).
+    let grouped = format!("q={}", enc("the (crashed OR please) now"));
+    assert_eq!(ids(&search(&app, &grouped).await), [phrase]);
+    let grouped = format!("q={}", enc("(open) file NOT (please)"));
+    assert_eq!(ids(&search(&app, &grouped).await), [apart]);
 }
 
 #[tokio::test]

@@ -133,10 +133,17 @@ pub fn parse(input: &str) -> Result<Query, QueryError> {
     // Depth below which terms count again after `NOT`, while skipping them.
     let mut negated: Option<usize> = None;
     let mut pending_not = false;
+    // The previous token was `)`: FTS5 joins only phrases implicitly, so an
+    // operand after a group (or a group after an operand) needs an explicit `AND`.
+    let mut after_group = false;
     for token in tokens {
+        let closes = token == Token::Close;
         match token {
             Token::Term(term) => {
                 count += 1;
+                if after_group {
+                    push(&mut fts, "AND");
+                }
                 let quoted = format!(
                     "\"{}\"{}",
                     term.words.join(" "),
@@ -154,6 +161,9 @@ pub fn parse(input: &str) -> Result<Query, QueryError> {
                 if pending_not {
                     pending_not = false;
                     negated.get_or_insert(depth);
+                }
+                if !want_operand {
+                    push(&mut fts, "AND");
                 }
                 push(&mut fts, "(");
                 depth += 1;
@@ -188,6 +198,7 @@ pub fn parse(input: &str) -> Result<Query, QueryError> {
                 want_operand = true;
             }
         }
+        after_group = closes;
     }
     if count == 0 {
         return Err(QueryError("the query has no searchable words".into()));
@@ -232,7 +243,7 @@ mod tests {
         assert_eq!(fts("foo.bar"), r#""foo bar""#);
         assert_eq!(
             fts(r#"col:val ^start NEAR(a)"#),
-            r#""col val" "start" "near" ("a")"#
+            r#""col val" "start" "near" AND ("a")"#
         );
         assert_eq!(fts("a - b"), r#""a" "b""#);
     }
@@ -243,6 +254,8 @@ mod tests {
         assert_eq!(fts(r#""open fi"*"#), r#""open fi"*"#);
         assert_eq!(fts("a OR (b NOT c)"), r#""a" OR ("b" NOT "c")"#);
         assert_eq!(fts("a and b"), r#""a" "and" "b""#);
+        assert_eq!(fts("a (b OR c) d"), r#""a" AND ("b" OR "c") AND "d""#);
+        assert_eq!(fts("(a) (b)"), r#"("a") AND ("b")"#);
     }
 
     #[test]
