@@ -15,6 +15,12 @@ pub mod backends;
 
 use backends::{Backends, Selection};
 
+/// Whether the apps of this run keep objects on S3 (`CAIRN_TEST_BACKEND`
+/// names `s3` and the endpoint answers).
+pub fn s3_selected() -> bool {
+    Selection::from_env().s3 && backends::s3_endpoint().is_some()
+}
+
 /// A running application with its data directory and the optional backends
 /// (`CAIRN_TEST_BACKEND`, see `tests/common/backends.rs`) it uses.
 pub struct TestApp {
