@@ -193,8 +193,7 @@ pub fn redis_url() -> Option<String> {
 /// Fails under CI; otherwise prints the skip message of service `slot` once.
 fn report_once(slot: usize, why: &str) {
     static REPORTED: [OnceLock<()>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let instead =
-        "tests that need it skip; the others run without it (SQLite, local files, no Redis)";
+    let instead = "the API suite runs without it (metadata in SQLite, objects in files, no Redis); tests that need it skip";
     if std::env::var_os("CI").is_some() {
         unavailable(why, instead);
     }
