@@ -347,7 +347,16 @@ async fn killing_redis_under_load_fails_no_request() {
     }
     let (ok, failed) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
     assert_eq!(failed, 0, "{failed} of {} requests failed", ok + failed);
-    assert!(ok > 50, "the load ran ({ok} requests)");
+    // A floor that only shows the load ran: with objects on S3 each frame
+    // Redis no longer serves is a GET to the (here: moto's, Python) server,
+    // which shares two cores with the rest of the suite (alone it passes 50;
+    // in a full run here it made 35-38).
+    let floor = if crate::helpers::s3_selected() {
+        20
+    } else {
+        50
+    };
+    assert!(ok > floor, "the load ran ({ok} requests)");
     assert!(
         hits_before_kill >= 1.0,
         "Redis served frames before it died"

@@ -253,9 +253,10 @@ async fn a_three_megabyte_memory_becomes_a_blob_file_and_reads_back_whole() {
     assert_eq!(resp.status, StatusCode::CREATED);
     let put = resp.json();
     let id = put["id"].as_str().unwrap();
-    let blob = app.blob_path(id);
-    assert!(blob.is_file(), "expected a blob file at {}", blob.display());
-    let on_disk = std::fs::metadata(&blob).unwrap().len();
+    let on_disk = app
+        .object_size(id)
+        .await
+        .unwrap_or_else(|| panic!("expected a blob object for {id}"));
     assert_eq!(
         put["stored_bytes"], on_disk,
         "stored_bytes is the blob's size"
@@ -279,7 +280,7 @@ async fn a_three_megabyte_memory_becomes_a_blob_file_and_reads_back_whole() {
 async fn small_content_with_default_settings_makes_no_blob_file() {
     let app = spawn_app().await;
     let id = app.put_id(noise_lines(29, 1_000)).await;
-    assert!(!app.blob_path(&id).exists());
+    assert!(!app.object_exists(&id).await);
     let back = app.get(&format!("/v1/memories/{id}/content")).await;
     assert_eq!(sha256_hex(&back.body), id);
 }
@@ -290,7 +291,7 @@ async fn with_tiny_frames_even_small_content_is_a_multi_frame_blob() {
     let content = noise_lines(30, 1_000);
     let id = app.put_id(content.clone()).await;
     assert!(
-        app.blob_path(&id).is_file(),
+        app.object_exists(&id).await,
         "tiny frames put every object in a blob file"
     );
     let back = app.get(&format!("/v1/memories/{id}/content")).await;

@@ -10,11 +10,25 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
 
-/// A running application with its data directory.
+#[path = "../common/backends.rs"]
+pub mod backends;
+
+use backends::{Backends, Selection};
+
+/// Whether the apps of this run keep objects on S3 (`CAIRN_TEST_BACKEND`
+/// names `s3` and the endpoint answers).
+pub fn s3_selected() -> bool {
+    Selection::from_env().s3 && backends::s3_endpoint().is_some()
+}
+
+/// A running application with its data directory and the optional backends
+/// (`CAIRN_TEST_BACKEND`, see `tests/common/backends.rs`) it uses.
 pub struct TestApp {
     pub router: Router,
     pub app: Option<App>,
     pub dir: tempfile::TempDir,
+    /// Dropped after the app: its PostgreSQL schema goes last.
+    pub backends: Backends,
 }
 
 /// An answer, fully read.
@@ -50,16 +64,21 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }
 
-/// An app whose settings `tune` adjusts (e.g. tiny frames to exercise many frames).
+/// An app whose settings `tune` adjusts (e.g. tiny frames to exercise many
+/// frames), on the backends `CAIRN_TEST_BACKEND` selects: `tune` runs after
+/// they are set, so a test may still choose its own (e.g. its own Redis).
 pub async fn spawn_app_with(tune: impl FnOnce(&mut Config)) -> TestApp {
+    let backends = Backends::provision(Selection::from_env()).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::with_data_dir(dir.path());
+    backends.apply(&mut config);
     tune(&mut config);
     let app = App::build(&config).await.unwrap();
     TestApp {
         router: app.router(),
         app: Some(app),
         dir,
+        backends,
     }
 }
 
@@ -239,6 +258,44 @@ impl Resp {
 }
 
 impl TestApp {
+    /// Whether objects are files under the data directory (not on S3):
+    /// tests that read or damage those files directly need them.
+    pub fn objects_on_local_files(&self) -> bool {
+        self.backends.s3.is_none()
+    }
+
+    /// Whether metadata is in the SQLite file under the data directory (not
+    /// in PostgreSQL).
+    pub fn metadata_in_local_file(&self) -> bool {
+        self.backends.postgres.is_none()
+    }
+
+    /// True (after saying why) when `test` must stop because it works on
+    /// object files and objects are on S3.
+    pub fn skip_without_object_files(&self, test: &str) -> bool {
+        if self.objects_on_local_files() {
+            return false;
+        }
+        eprintln!("skipped (objects on S3): {test} works on object files");
+        true
+    }
+
+    /// Whether the object of `id` is stored, wherever objects are.
+    pub async fn object_exists(&self, id: &str) -> bool {
+        self.object_size(id).await.is_some()
+    }
+
+    /// The stored size of the object of `id`, if there is one, wherever objects are.
+    pub async fn object_size(&self, id: &str) -> Option<u64> {
+        match &self.backends.s3 {
+            Some(s3) => s3.object_size(id).await,
+            None => std::fs::metadata(self.blob_path(id))
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len()),
+        }
+    }
+
     /// Where the file blob store keeps the object of `id`.
     pub fn blob_path(&self, id: &str) -> std::path::PathBuf {
         self.dir
@@ -350,12 +407,14 @@ impl TestApp {
             app.shutdown().await;
         }
         let mut config = Config::with_data_dir(self.dir.path());
+        self.backends.apply(&mut config);
         tune(&mut config);
         let app = App::build(&config).await.unwrap();
         TestApp {
             router: app.router(),
             app: Some(app),
             dir: self.dir,
+            backends: self.backends,
         }
     }
 }

@@ -856,4 +856,11 @@ async fn an_upload_refused_as_too_large_leaves_no_files_behind() {
         Vec::<std::path::PathBuf>::new(),
         "no object is committed"
     );
+    if let Some(s3) = &app.backends.s3 {
+        assert_eq!(
+            s3.object_keys().await,
+            Vec::<String>::new(),
+            "no object is committed to the bucket"
+        );
+    }
 }

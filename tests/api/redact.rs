@@ -220,6 +220,13 @@ async fn with_redaction_off_content_is_stored_as_sent() {
         let stored = app.get(&format!("/v1/memories/{id}/content")).await;
         assert_eq!(stored.text(), text);
         // The data-file scan of the other tests does see a secret that is stored.
+        if !(app.objects_on_local_files() && app.metadata_in_local_file()) {
+            eprintln!(
+                "skipped (data not all under the data directory on {}): the data-file scan's self-check",
+                app.backends.describe()
+            );
+            continue;
+        }
         let files = data_files(app.dir.path());
         for fake in &fakes {
             assert!(
