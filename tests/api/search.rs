@@ -98,7 +98,7 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
     wait_for_index(&app, None).await;
     assert_eq!(
         ids(&search(&app, &format!("q={}", enc("\"open the file\""))).await),
-        [phrase.clone()]
+        std::slice::from_ref(&phrase)
     );
     let both = ids(&search(&app, "q=open%20file").await);
     assert_eq!(both.len(), 2);
@@ -109,7 +109,7 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
     assert!(ids(&search(&app, "q=pars").await).is_empty());
     assert_eq!(
         ids(&search(&app, &format!("q={}", enc("file NOT please"))).await),
-        [apart.clone()]
+        std::slice::from_ref(&apart)
     );
     let either = ids(&search(&app, &format!("q={}", enc("crashed OR please"))).await);
     assert_eq!(either.len(), 2);
