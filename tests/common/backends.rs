@@ -234,11 +234,15 @@ impl PgSchema {
 
 impl Drop for PgSchema {
     fn drop(&mut self) {
-        // Best effort: a schema left behind only takes space.
-        let _ = psql(
-            &self.server_url,
-            &format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema),
+        // Best effort: a schema left behind only takes space. Not waited for:
+        // the app's pool may still hold a transaction in the schema (the
+        // indexer's), which ends only once this drop returns and the app goes,
+        // and a single-threaded test runtime blocked here would never get there.
+        let (url, sql) = (
+            self.server_url.clone(),
+            format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema),
         );
+        std::thread::spawn(move || psql(&url, &sql));
     }
 }
 
