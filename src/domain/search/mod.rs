@@ -24,8 +24,12 @@ pub const MAX_RESULTS: u32 = 100;
 pub const DEFAULT_RESULTS: u32 = 10;
 /// Most refs of one answer.
 pub const MAX_REFS: u32 = 200;
-/// Matching frames of one memory scanned for hits.
+/// Matching frames of one memory whose hit lines a result reports.
 const FRAMES_SCANNED: usize = 3;
+/// Most matching frames of one memory read while looking for them: frames
+/// that only repeat lines already found (a line cut by a frame boundary is in
+/// two frames) do not count towards [`FRAMES_SCANNED`].
+const FRAMES_READ: usize = 12;
 
 /// A memory that matches a search.
 #[derive(Clone, Debug)]
@@ -125,10 +129,12 @@ impl Search {
         };
         let mut reader = ObjectReader::new(Arc::new(object), self.blobs.clone());
         let mut found: Vec<Hit> = Vec::new();
-        for &idx in frames.iter().take(FRAMES_SCANNED) {
-            if found.len() >= hits::MAX_HITS {
+        let mut productive = 0;
+        for &idx in frames.iter().take(FRAMES_READ) {
+            if found.len() >= hits::MAX_HITS || productive >= FRAMES_SCANNED {
                 break;
             }
+            let before = found.len();
             if let Some((first_line, text)) =
                 indexer::frame_text(&mut reader, idx as usize, true).await?
             {
@@ -137,6 +143,9 @@ impl Search {
                         found.push(hit);
                     }
                 }
+            }
+            if found.len() > before {
+                productive += 1;
             }
         }
         found.sort_by_key(|h| h.line);
