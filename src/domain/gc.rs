@@ -10,6 +10,10 @@
 //!   stripe from its dedup check (`settle`) to its metadata commit. So a file
 //!   can never be removed between a put deciding to rely on it (or committing
 //!   it) and the put's rows being committed.
+//!
+//! Replicas sharing one metadata store (PostgreSQL) hold, with the stripe,
+//! the store's lease of the object ([`MetaStore::lease_object`], an advisory
+//! lock), so the same holds between a put on one replica and a GC on another.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -19,7 +23,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::{DomainError, now_ms};
 use crate::storage::blob::BlobStore;
-use crate::storage::meta::{Layout, MetaStore};
+use crate::storage::meta::{Layout, MetaStore, ObjectLease};
 
 /// Stripes of per-object locks between puts and GC.
 const STRIPES: usize = 256;
@@ -29,8 +33,13 @@ pub struct ObjectLocks {
     stripes: Vec<Arc<Mutex<()>>>,
 }
 
-/// A held object lock; released when dropped.
-pub type ObjectGuard = OwnedMutexGuard<()>;
+/// A held object lock (and the store's lease, when it has one); released when dropped.
+pub struct ObjectGuard {
+    // Field order is drop order: the lease goes before the local stripe, so
+    // the next put of this process finds it released or being released.
+    _lease: Option<ObjectLease>,
+    _stripe: OwnedMutexGuard<()>,
+}
 
 impl Default for ObjectLocks {
     fn default() -> Self {
@@ -41,14 +50,20 @@ impl Default for ObjectLocks {
 }
 
 impl ObjectLocks {
-    /// Waits for the lock of the object `hash`.
-    pub async fn lock(&self, hash: &str) -> ObjectGuard {
+    /// Waits for the lock of the object `hash` in this process, then for the
+    /// store's lease of it across processes (when `meta` has leases).
+    pub async fn lock(&self, meta: &dyn MetaStore, hash: &str) -> Result<ObjectGuard, DomainError> {
         let stripe = hash
             .get(..2)
             .and_then(|h| usize::from_str_radix(h, 16).ok())
             .unwrap_or(0)
             % STRIPES;
-        self.stripes[stripe].clone().lock_owned().await
+        let stripe = self.stripes[stripe].clone().lock_owned().await;
+        let lease = meta.lease_object(hash).await?;
+        Ok(ObjectGuard {
+            _lease: lease,
+            _stripe: stripe,
+        })
     }
 }
 
@@ -93,7 +108,7 @@ pub async fn collect(
             continue;
         }
         let guard = match object.layout {
-            Layout::Blob => Some(locks.lock(&object.hash).await),
+            Layout::Blob => Some(locks.lock(meta, &object.hash).await?),
             Layout::Raw | Layout::Inline => None,
         };
         if meta
@@ -131,7 +146,7 @@ async fn orphan_files(
             continue;
         }
         // Under the lock no put is between its file and its rows: no row now means none coming.
-        let _guard = locks.lock(&file.hash).await;
+        let _guard = locks.lock(meta, &file.hash).await?;
         if meta.object(&file.hash).await?.is_none() {
             blobs.delete(&file.hash).await?;
             removed += 1;

@@ -192,7 +192,7 @@ async fn settle(
     writer: Box<dyn BlobWriter>,
     id: &MemoryId,
 ) -> Result<ObjectGuard, DomainError> {
-    let guard = locks.lock(id.as_str()).await;
+    let guard = locks.lock(meta, id.as_str()).await?;
     if meta.object(id.as_str()).await?.is_some() {
         return Ok(guard); // dropping the writer removes its temp file
     }

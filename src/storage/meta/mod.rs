@@ -8,6 +8,7 @@ mod admin_rows;
 mod ledger_rows;
 pub mod postgres;
 mod postgres_admin;
+mod postgres_lease;
 mod postgres_ledger;
 mod postgres_puts;
 mod postgres_search;
@@ -306,6 +307,21 @@ pub struct AccessUpdate {
     pub count: i64,
 }
 
+/// A lock on one object held across every process that shares the store:
+/// puts and GC of other replicas wait for it. Released when dropped.
+pub struct ObjectLease {
+    _held: Box<dyn Send + Sync>,
+}
+
+impl ObjectLease {
+    /// A lease that lasts as long as `held` does (its `Drop` releases the lock).
+    pub fn new(held: impl Send + Sync + 'static) -> Self {
+        Self {
+            _held: Box::new(held),
+        }
+    }
+}
+
 /// Metadata storage. Implementations: SQLite (default, [`sqlite`]) and
 /// PostgreSQL (for replicas sharing one database, [`postgres`]).
 #[async_trait]
@@ -394,6 +410,12 @@ pub trait MetaStore: Send + Sync {
     async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError>;
     /// Marks every memory of this object corrupt; answers how many.
     async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError>;
+    /// Locks object `hash` against puts and GC in *other processes* sharing
+    /// the store, until the lease is dropped (within one process the domain's
+    /// `ObjectLocks` orders them). `None` for a store only one process opens.
+    async fn lease_object(&self, _hash: &str) -> Result<Option<ObjectLease>, StorageError> {
+        Ok(None)
+    }
     /// Checks that the store answers.
     async fn ping(&self) -> Result<(), StorageError>;
     /// Flushes and closes.

@@ -13,11 +13,11 @@ use sqlx::{PgPool, Row};
 
 use super::{
     AccessUpdate, FrameEntry, ImportedMemory, Layout, ListQuery, MemoryFields, MemoryRecord,
-    MetaStore, NewMemory, ObjectRecord, PageEntry, PutOutcome,
+    MetaStore, NewMemory, ObjectLease, ObjectRecord, PageEntry, PutOutcome,
 };
 use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
-    postgres_admin, postgres_ledger, postgres_puts, postgres_search,
+    postgres_admin, postgres_lease, postgres_ledger, postgres_puts, postgres_search,
 };
 use super::{FrameBatch, IndexLag, PendingObject, SearchRow};
 use super::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
@@ -33,6 +33,8 @@ pub(super) const MEMORY_SELECT: &str = "SELECT m.namespace, m.id, m.type, m.subt
 /// The PostgreSQL implementation of [`MetaStore`].
 pub struct PgMetaStore {
     pool: PgPool,
+    /// Sessions holding object leases ([`postgres_lease`]).
+    leases: PgPool,
 }
 
 impl PgMetaStore {
@@ -55,13 +57,14 @@ impl PgMetaStore {
             .max_connections(16)
             .min_connections(1)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         sqlx::migrate!("./migrations/postgres")
             .run(&pool)
             .await
             .map_err(|e| StorageError::Database(format!("migration failed: {e}")))?;
-        Ok(Self { pool })
+        let leases = postgres_lease::pool(options).await?;
+        Ok(Self { pool, leases })
     }
 }
 
@@ -285,12 +288,17 @@ impl MetaStore for PgMetaStore {
         Ok(marked.rows_affected())
     }
 
+    async fn lease_object(&self, hash: &str) -> Result<Option<ObjectLease>, StorageError> {
+        postgres_lease::acquire(&self.leases, hash).await.map(Some)
+    }
+
     async fn ping(&self) -> Result<(), StorageError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
 
     async fn close(&self) {
+        self.leases.close().await;
         self.pool.close().await;
     }
 }
