@@ -346,3 +346,102 @@ async fn two_replicas_share_metadata_objects_and_cache() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gc_on_one_replica_never_removes_an_object_a_put_on_the_other_reuses() {
+    if (
+        backends::postgres_url().is_some(),
+        backends::s3_endpoint().is_some(),
+        backends::redis_url().is_some(),
+    ) != (true, true, true)
+    {
+        eprintln!("skipped: the multi-replica test needs PostgreSQL, S3 and Redis (see above)");
+        return;
+    }
+    let backends = Backends::provision(Selection::all()).await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let a = Replica::start("A", &backends, &client).await;
+    let b = Replica::start("B", &backends, &client).await;
+    // B collects garbage with a zero grace period, over and over.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gc = {
+        let (client, url, stop) = (client.clone(), b.url("/v1/admin/gc"), stop.clone());
+        tokio::spawn(async move {
+            let mut runs = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = client
+                    .post(&url)
+                    .json(&serde_json::json!({"grace_seconds": 0}))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status().as_u16();
+                let text = r.text().await.unwrap();
+                assert_eq!(status, 200, "GC through B: {text}");
+                runs += 1;
+            }
+            runs
+        })
+    };
+    // Meanwhile A stores, reads back and deletes the same few contents: each
+    // put finds the object unreferenced, relies on it, and races B's GC.
+    let contents: Vec<Vec<u8>> = (0..3).map(|n| noise(10 + n, 200_000)).collect();
+    for round in 0..60 {
+        let content = &contents[round % contents.len()];
+        let puts: Vec<_> = (0..2)
+            .map(|_| {
+                let (client, content) = (client.clone(), content.clone());
+                let url = a.url("/v1/memories");
+                tokio::spawn(async move {
+                    let r = client
+                        .post(url)
+                        .header("content-type", "text/plain")
+                        .body(content)
+                        .send()
+                        .await
+                        .unwrap();
+                    (r.status().as_u16(), r.json::<Value>().await.unwrap())
+                })
+            })
+            .collect();
+        let mut id = String::new();
+        for put in puts {
+            let (status, body) = put.await.unwrap();
+            assert!(status == 201 || status == 200, "round {round}: put: {body}");
+            id = body["id"].as_str().unwrap().to_owned();
+        }
+        for replica in [&a, &b] {
+            let r = client
+                .get(replica.url(&format!("/v1/memories/{id}/content")))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let back = r.bytes().await.unwrap();
+            assert_eq!(
+                status,
+                200,
+                "round {round}, through {}: {}",
+                replica.name,
+                String::from_utf8_lossy(&back)
+            );
+            assert!(
+                back[..] == content[..],
+                "round {round}: content through {} differs",
+                replica.name
+            );
+        }
+        let deleted = client
+            .delete(a.url(&format!("/v1/memories/{id}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status().as_u16(), 204, "round {round}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let runs = gc.await.unwrap();
+    assert!(runs > 10, "B ran GC only {runs} times");
+}
