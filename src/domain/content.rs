@@ -31,7 +31,7 @@ pub async fn stream(
     verify_hash: bool,
 ) -> Result<impl Stream<Item = Result<Bytes, DomainError>> + Send, DomainError> {
     let mut state = State {
-        reader,
+        reader: reader.sequential(end),
         pos: start,
         end,
         hasher: verify_hash.then(Sha256::new),

@@ -117,7 +117,8 @@ async fn index_object(
         meta.index_frames(batch).await?;
         return Ok(());
     };
-    let mut reader = ObjectReader::new(Arc::new(object), blobs.clone());
+    let size = object.bytes;
+    let mut reader = ObjectReader::new(Arc::new(object), blobs.clone()).sequential(size);
     let frames = frame_count(&reader);
     let mut text_bytes = 0;
     for idx in 0..frames {
