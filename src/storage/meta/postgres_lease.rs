@@ -35,14 +35,11 @@ pub(super) async fn pool(options: PgConnectOptions) -> Result<PgPool, StorageErr
 /// that share them only wait for each other.
 pub(super) fn key(hash: &str) -> i64 {
     let head = hash.get(..16).unwrap_or(hash);
-    u64::from_str_radix(head, 16).map_or_else(
-        |_| {
-            // Not hex (never for stored ids): fold the bytes instead.
-            hash.bytes()
-                .fold(0u64, |k, b| k.rotate_left(8) ^ u64::from(b))
-        },
-        |k| k,
-    ) as i64
+    u64::from_str_radix(head, 16).unwrap_or_else(|_| {
+        // Not hex (never for stored ids): fold the bytes instead.
+        hash.bytes()
+            .fold(0u64, |k, b| k.rotate_left(8) ^ u64::from(b))
+    }) as i64
 }
 
 /// Waits for the lease of object `hash`.
@@ -96,7 +93,11 @@ impl Drop for Held {
                         .fetch_one(&mut *conn)
                         .await;
                     if !matches!(unlocked, Ok(true)) {
-                        tracing::warn!(key, ?unlocked, "object lease not released; closing its connection");
+                        tracing::warn!(
+                            key,
+                            ?unlocked,
+                            "object lease not released; closing its connection"
+                        );
                         drop(conn.detach());
                     }
                 });

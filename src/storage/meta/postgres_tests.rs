@@ -477,14 +477,22 @@ async fn an_object_lease_makes_a_second_process_wait_until_it_is_dropped() {
         .await
         .unwrap();
     let hash = hash_of(b"leased");
-    let held = t.store.lease_object(&hash).await.unwrap().expect("PostgreSQL leases");
+    let held = t
+        .store
+        .lease_object(&hash)
+        .await
+        .unwrap()
+        .expect("PostgreSQL leases");
 
     let waiting = tokio::spawn(async move {
         let lease = other.lease_object(&hash).await;
         (lease.map(|l| l.is_some()), other)
     });
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(!waiting.is_finished(), "the other replica got the lease while it was held");
+    assert!(
+        !waiting.is_finished(),
+        "the other replica got the lease while it was held"
+    );
     // Another object is not held up.
     let unrelated = t.store.lease_object(&hash_of(b"other")).await.unwrap();
     assert!(unrelated.is_some());
