@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use self::redis::RedisCache;
+use self::redis::{FRAMES, RedisCache};
 use super::StorageError;
 use super::blob::{BlobEntry, BlobStore, BlobWriter, RangeTransform};
 
@@ -58,7 +58,7 @@ impl BlobStore for CachedBlobStore {
         transform: RangeTransform,
     ) -> Result<Result<Bytes, String>, StorageError> {
         let key = self.cache.frame_key(hash, offset, len);
-        if let Some(cached) = self.cache.get(&key).await {
+        if let Some(cached) = self.cache.get(&key, FRAMES).await {
             let check = transform.clone();
             let outcome = tokio::task::spawn_blocking(move || check(cached))
                 .await
