@@ -23,8 +23,8 @@ use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
 use crate::storage::blob::fs::FsBlobStore;
 use crate::storage::blob::s3::{S3BlobStore, S3Url};
-use crate::storage::cache::CachedBlobStore;
 use crate::storage::cache::redis::{RedisCache, RedisSettings};
+use crate::storage::cache::{CachedBlobStore, CachedMetaStore};
 use crate::storage::meta::MetaStore;
 use crate::storage::meta::postgres::PgMetaStore;
 use crate::storage::meta::sqlite::SqliteMetaStore;
@@ -65,8 +65,15 @@ impl App {
             .map_err(|e| anyhow::anyhow!("budgets: {e}"))?,
         };
         let governor = config.governor().map_err(anyhow::Error::msg)?;
-        let meta: Arc<dyn MetaStore> = open_meta(&config.database_url()).await?;
         let metrics = Arc::new(Metrics::new());
+        let cache = open_cache(config, &metrics)?;
+        let meta: Arc<dyn MetaStore> = open_meta(&config.database_url()).await?;
+        // Wrapped before anything takes a clone: every reader shares cached
+        // object records, and GC's removals invalidate them.
+        let meta: Arc<dyn MetaStore> = match &cache {
+            Some(cache) => Arc::new(CachedMetaStore::new(meta, cache.clone())),
+            None => meta,
+        };
         let ledger = Arc::new(
             Ledger::open(meta.clone(), ledger_config, Arc::new(SystemClock))
                 .await
@@ -75,7 +82,6 @@ impl App {
         );
         let ledger_flusher = ledger.spawn_flusher(Duration::from_secs(1));
         let blobs: Arc<dyn BlobStore> = open_blobs(config)?;
-        let cache = open_cache(config, &metrics)?;
         // Slices read through the shared cache; verify, GC and export see the store itself.
         let reading_blobs: Arc<dyn BlobStore> = match &cache {
             Some(cache) => Arc::new(CachedBlobStore::new(blobs.clone(), cache.clone())),

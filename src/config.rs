@@ -169,7 +169,7 @@ pub struct Config {
     #[arg(long, env = "CAIRN_FRAME_CACHE_BYTES", default_value_t = 64 << 20)]
     pub frame_cache_bytes: u64,
     /// Redis or Dragonfly shared by replicas as a hot cache of stored frames
-    /// (`redis://host:6379/0`; default: none).
+    /// and object records (`redis://host:6379/0`; default: none).
     #[arg(long, env = "CAIRN_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Lifetime of a shared-cache entry, in seconds.
@@ -181,7 +181,9 @@ pub struct Config {
     /// Deadline of each shared-cache call in milliseconds; past it the stores answer.
     #[arg(long, env = "CAIRN_REDIS_TIMEOUT_MS", default_value_t = 50)]
     pub redis_timeout_ms: u64,
-    /// Prefix of the shared cache's keys.
+    /// Prefix of the shared cache's keys: one per deployment. Only replicas of
+    /// the same metadata and object stores may share it (puts trust cached
+    /// object records).
     #[arg(long, env = "CAIRN_REDIS_PREFIX", default_value = "cairn")]
     pub redis_prefix: String,
     /// Log format: `text` or `json`.

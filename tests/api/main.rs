@@ -9,6 +9,7 @@ mod admin;
 mod auth;
 mod bytes;
 mod cache;
+mod cache_meta;
 mod compress;
 mod content;
 mod errors;

@@ -1,13 +1,18 @@
 //! The hot cache around the stores: a [`CachedBlobStore`] keeps stored frame
 //! bytes in Redis/Dragonfly for every replica (the decoded-frame LRU of one
-//! process is [`crate::domain::frame_cache`]).
+//! process is [`crate::domain::frame_cache`]), and a [`CachedMetaStore`]
+//! keeps object records (frame indexes, inline data) there.
 //!
-//! Cached bytes are the stored (compressed) frame, so each use is checked by
-//! the same decoding and checksums as a read from the store: a stale or
-//! damaged entry is dropped and the store answers instead. The wrapper is for
-//! the read path only; verify and GC look at the store itself.
+//! Cached frame bytes are the stored (compressed) frame, so each use is
+//! checked by the same decoding and checksums as a read from the store: a
+//! stale or damaged entry is dropped and the store answers instead. The blob
+//! wrapper is for the read path only; verify and GC look at the blob store
+//! itself. The metadata wrapper is every component's metadata store, so that
+//! GC's removals invalidate the records (see `meta.rs`).
 
 pub mod breaker;
+mod meta;
+mod object_wire;
 pub mod redis;
 
 use std::sync::{Arc, Mutex};
@@ -15,7 +20,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use self::redis::RedisCache;
+pub use self::meta::CachedMetaStore;
+use self::redis::{FRAMES, RedisCache};
 use super::StorageError;
 use super::blob::{BlobEntry, BlobStore, BlobWriter, RangeTransform};
 
@@ -58,7 +64,7 @@ impl BlobStore for CachedBlobStore {
         transform: RangeTransform,
     ) -> Result<Result<Bytes, String>, StorageError> {
         let key = self.cache.frame_key(hash, offset, len);
-        if let Some(cached) = self.cache.get(&key).await {
+        if let Some(cached) = self.cache.get(&key, FRAMES).await {
             let check = transform.clone();
             let outcome = tokio::task::spawn_blocking(move || check(cached))
                 .await

@@ -12,8 +12,26 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use super::breaker::{Breaker, Gate};
 use crate::metrics::Metrics;
 
-/// The metrics label of this layer.
+/// The metrics label of this layer's failures and state.
 const LAYER: &str = "redis";
+
+/// The lookup label of cached frames.
+pub const FRAMES: &str = "redis";
+
+/// The lookup label of cached object records.
+pub const OBJECTS: &str = "redis_object";
+
+/// Stores `KEYS[1]` = `ARGV[1]` for `ARGV[2]` s and adds `ARGV[3]` bytes to
+/// the budget counter `KEYS[3]` (kept `ARGV[4]` s), unless the tombstone
+/// `KEYS[2]` exists; answers 1 when stored. Every key is declared, as
+/// Dragonfly requires.
+const PUT_UNLESS: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+redis.call('INCRBY', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[4])
+return 1
+";
 
 /// How long the cache is left alone once its circuit opens.
 const PAUSE: Duration = Duration::from_secs(5);
@@ -70,6 +88,17 @@ impl RedisCache {
         format!("{}:frame:{hash}:{offset}:{len}", self.settings.prefix)
     }
 
+    /// The key of the object record of `hash`.
+    pub fn object_key(&self, hash: &str) -> String {
+        format!("{}:object:{hash}", self.settings.prefix)
+    }
+
+    /// The tombstone that keeps the object record of `hash` out of the cache
+    /// while its removal may race a fill.
+    pub fn object_gone_key(&self, hash: &str) -> String {
+        format!("{}:object-gone:{hash}", self.settings.prefix)
+    }
+
     /// Runs `call` under the breaker and the timeout; `None` when skipped or failed.
     async fn guarded<T, F>(&self, call: F) -> Option<T>
     where
@@ -108,18 +137,83 @@ impl RedisCache {
         None
     }
 
-    /// The cached value of `key`; `None` on a miss and whenever Redis cannot answer in time.
-    pub async fn get(&self, key: &str) -> Option<Bytes> {
+    /// The cached value of `key`, counted as a lookup of `layer`; `None` on a
+    /// miss and whenever Redis cannot answer in time.
+    pub async fn get(&self, key: &str, layer: &str) -> Option<Bytes> {
         let mut conn = self.conn.clone();
         let found: Option<Option<Vec<u8>>> = self.guarded(conn.get(key)).await;
         let value = found.flatten().map(Bytes::from);
-        self.metrics.cache(LAYER, value.is_some());
+        self.metrics.cache(layer, value.is_some());
         value
     }
 
     /// Stores `value` under `key` with the TTL, unless the window's byte budget is spent.
     pub async fn put(&self, key: &str, value: Bytes) {
-        let len = value.len() as u64;
+        let Some(window) = self.admit(key, value.len() as u64).await else {
+            return;
+        };
+        let mut pipe = redis::pipe();
+        pipe.set_ex(key, value.as_ref(), window.ttl_secs)
+            .ignore()
+            .incr(&window.budget_key, window.len)
+            .ignore()
+            .expire(&window.budget_key, window.budget_ttl())
+            .ignore();
+        let mut conn = self.conn.clone();
+        let _: Option<()> = self
+            .guarded(async { pipe.query_async(&mut conn).await })
+            .await;
+    }
+
+    /// Like [`RedisCache::put`], but only while `tombstone` does not exist,
+    /// checked and written in one script: a fill racing an invalidation
+    /// ([`RedisCache::invalidate`]) cannot bring the entry back.
+    pub async fn put_unless(&self, key: &str, tombstone: &str, value: Bytes) {
+        let Some(window) = self.admit(key, value.len() as u64).await else {
+            return;
+        };
+        let mut conn = self.conn.clone();
+        let stored: Option<i64> = self
+            .guarded(async {
+                redis::cmd("EVAL")
+                    .arg(PUT_UNLESS)
+                    .arg(3)
+                    .arg(key)
+                    .arg(tombstone)
+                    .arg(&window.budget_key)
+                    .arg(value.as_ref())
+                    .arg(window.ttl_secs)
+                    .arg(window.len)
+                    .arg(window.budget_ttl())
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await;
+        if stored == Some(0) {
+            tracing::debug!(key, "entry invalidated meanwhile; not cached");
+        }
+    }
+
+    /// Sets `tombstone` for `hold` and drops `key`, in one transaction. True
+    /// only when Redis did both: then no [`RedisCache::put_unless`] guarded by
+    /// `tombstone` stores `key` again until `hold` has passed.
+    pub async fn invalidate(&self, key: &str, tombstone: &str, hold: Duration) -> bool {
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .set_ex(tombstone, 1, hold.as_secs().max(1))
+            .ignore()
+            .del(key)
+            .ignore();
+        let mut conn = self.conn.clone();
+        let done: Option<()> = self
+            .guarded(async { pipe.query_async(&mut conn).await })
+            .await;
+        done.is_some()
+    }
+
+    /// Whether `len` more bytes fit this window's budget (`None`: they do
+    /// not, or Redis cannot tell); `key` is only for the log.
+    async fn admit(&self, key: &str, len: u64) -> Option<Window> {
         let ttl_secs = self.settings.ttl.as_secs().max(1);
         let window = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -137,30 +231,23 @@ impl RedisCache {
                     .await
             })
             .await;
-        let Some((now, before)) = spent else {
-            return;
-        };
+        let (now, before) = spent?;
         if now.unwrap_or(0) + before.unwrap_or(0) + len > self.settings.max_bytes {
             tracing::debug!(
                 key,
                 len,
                 "Redis cache budget spent for this window; not cached"
             );
-            return;
+            return None;
         }
-        let mut pipe = redis::pipe();
-        pipe.set_ex(key, value.as_ref(), ttl_secs)
-            .ignore()
-            .incr(&current, len)
-            .ignore()
-            .expire(&current, i64::try_from(ttl_secs * 2).unwrap_or(i64::MAX))
-            .ignore();
-        let _: Option<()> = self
-            .guarded(async { pipe.query_async(&mut conn).await })
-            .await;
+        Some(Window {
+            budget_key: current,
+            ttl_secs,
+            len,
+        })
     }
 
-    /// Drops `key` (an entry that failed verification).
+    /// Drops `key` (an entry that failed verification), best effort.
     pub async fn remove(&self, key: &str) {
         let mut conn = self.conn.clone();
         let _: Option<()> = self.guarded(conn.del(key)).await;
@@ -182,5 +269,22 @@ impl RedisCache {
     /// `None` while healthy, else why requests bypass the cache.
     pub fn degraded(&self) -> Option<String> {
         self.breaker.degraded()
+    }
+}
+
+/// Bytes admitted to the current budget window.
+struct Window {
+    /// The counter of bytes written in this window.
+    budget_key: String,
+    /// Lifetime of an entry, in seconds.
+    ttl_secs: u64,
+    /// Bytes admitted.
+    len: u64,
+}
+
+impl Window {
+    /// How long the window's counter is kept: it counts in the next window too.
+    fn budget_ttl(&self) -> i64 {
+        i64::try_from(self.ttl_secs.saturating_mul(2)).unwrap_or(i64::MAX)
     }
 }

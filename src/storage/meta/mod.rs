@@ -1,6 +1,7 @@
 //! The metadata store: memories, objects, frame indexes and inline content.
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
 use super::StorageError;
 
@@ -33,7 +34,7 @@ pub use ledger_rows::{
 pub use search_rows::{FrameBatch, IndexLag, IndexedFrame, PendingObject, SearchRow};
 
 /// Where an object's bytes live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Layout {
     /// Small content kept as is in the metadata store.
     Raw,
@@ -68,7 +69,7 @@ impl Layout {
 pub const PAGE_BYTES: usize = 64 << 10;
 
 /// One page of a frame's content.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageEntry {
     /// CRC-32 of the page's content.
     pub crc32: u32,
@@ -115,7 +116,7 @@ impl PageEntry {
 }
 
 /// One zstd frame of an object: which content it holds and where it is stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameEntry {
     /// Offset of the frame's first byte in the content.
     pub content_offset: u64,
@@ -132,7 +133,7 @@ pub struct FrameEntry {
 }
 
 /// An object: the stored form of one content, shared by every memory of it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ObjectRecord {
     /// SHA-256 of the content, hex.
     pub hash: String,
