@@ -182,7 +182,7 @@ pub struct Config {
     #[arg(long, env = "CAIRN_REDIS_TIMEOUT_MS", default_value_t = 50)]
     pub redis_timeout_ms: u64,
     /// Prefix of the shared cache's keys: one per deployment. Only replicas of
-    /// the same metadata and object stores may share it (puts trust cached
+    /// the same metadata and object stores should share it (reads use cached
     /// object records).
     #[arg(long, env = "CAIRN_REDIS_PREFIX", default_value = "cairn")]
     pub redis_prefix: String,

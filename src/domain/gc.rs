@@ -147,7 +147,7 @@ async fn orphan_files(
         }
         // Under the lock no put is between its file and its rows: no row now means none coming.
         let _guard = locks.lock(meta, &file.hash).await?;
-        if meta.object(&file.hash).await?.is_none() {
+        if meta.stored_object(&file.hash).await?.is_none() {
             blobs.delete(&file.hash).await?;
             removed += 1;
         }

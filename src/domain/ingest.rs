@@ -193,7 +193,7 @@ async fn settle(
     id: &MemoryId,
 ) -> Result<ObjectGuard, DomainError> {
     let guard = locks.lock(meta, id.as_str()).await?;
-    if meta.object(id.as_str()).await?.is_some() {
+    if meta.stored_object(id.as_str()).await?.is_some() {
         return Ok(guard); // dropping the writer removes its temp file
     }
     writer.commit(id.as_str()).await?;

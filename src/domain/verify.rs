@@ -68,7 +68,7 @@ pub async fn verify(
         for summary in page {
             report.checked_objects += 1;
             let file_len = files.remove(&summary.hash);
-            let Some(object) = meta.object(&summary.hash).await? else {
+            let Some(object) = meta.stored_object(&summary.hash).await? else {
                 report.ok += 1; // removed by GC meanwhile: nothing left to check
                 continue;
             };

@@ -140,9 +140,11 @@ async fn gc_drops_the_cached_record_first_and_a_later_put_stores_the_content_aga
     assert!(app.object_exists(&id).await);
     assert_content(&app, &id, &content).await;
 
-    // A second put's dedup check reads the new row: its fill stays out
-    // while the tombstone lives, and goes in once it is gone.
-    assert_eq!(app.put_id(content.clone()).await, id);
+    // A new process's read of the new row fills nothing while the tombstone
+    // lives, and fills once it is gone.
+    let tune = with_redis(&url, &prefix);
+    let reader = app.restart_with(&tune).await;
+    assert_slice(&reader, &id, &content).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         redis_keys(&url, &key).await.is_empty(),
@@ -153,8 +155,51 @@ async fn gc_drops_the_cached_record_first_and_a_later_put_stores_the_content_aga
         .query_async(&mut redis(&url).await)
         .await
         .unwrap();
-    assert_eq!(app.put_id(content.clone()).await, id);
+    let reader = reader.restart_with(&tune).await;
+    assert_slice(&reader, &id, &content).await;
     assert!(!wait_for_keys(&url, &key).await.is_empty(), "cached again");
+    assert_content(&reader, &id, &content).await;
+    drop_keys(&url, &prefix).await;
+}
+
+#[tokio::test]
+async fn a_put_never_trusts_a_cached_record_of_an_object_the_store_no_longer_has() {
+    let Some(url) = redis_url() else { return };
+    let prefix = unique_prefix("object-stale");
+    let app = spawn_app_with(with_redis(&url, &prefix)).await;
+    let content = noise_lines(24, 100_000);
+    let id = app.put_id(content.clone()).await;
+    assert_slice(&app, &id, &content).await;
+    let key = format!("{prefix}:object:{id}");
+    assert!(!wait_for_keys(&url, &key).await.is_empty(), "cached");
+    let mut conn = redis(&url).await;
+    let entry: Vec<u8> = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    let deleted = app.delete(&format!("/v1/memories/{id}")).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    assert_eq!(gc_now(&app).await["removed_objects"], 1);
+    assert!(!app.object_exists(&id).await, "GC removed the file");
+    // The entry comes back as if an invalidation had been lost (or another
+    // deployment shared the prefix): Redis says the object is stored, it is not.
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(entry)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{prefix}:object-gone:{id}"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    // The put asks the database, finds no object and keeps its own file.
+    assert_eq!(app.put_id(content.clone()).await, id);
+    assert!(app.object_exists(&id).await, "the put stored its file");
     assert_content(&app, &id, &content).await;
     drop_keys(&url, &prefix).await;
 }

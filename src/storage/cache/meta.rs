@@ -1,6 +1,7 @@
 //! A metadata store whose object records (frame index and inline data) are
-//! kept in the shared cache, so a replica opening a memory, or a put checking
-//! whether its content is stored already, asks Redis before the database.
+//! kept in the shared cache, so a replica opening a memory asks Redis before
+//! the database. [`MetaStore::stored_object`] (a put's dedup check, GC,
+//! verify) always asks the database.
 //!
 //! An object record never changes while its row exists, so a cached record
 //! stays true until GC removes the row; lookups that find nothing are not
@@ -107,6 +108,10 @@ impl MetaStore for CachedMetaStore {
             self.fill(record.clone());
         }
         Ok(found)
+    }
+
+    async fn stored_object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
+        self.inner.stored_object(hash).await
     }
 
     async fn remove_object_if_unreferenced(

@@ -342,8 +342,14 @@ pub trait MetaStore: Send + Sync {
     async fn list(&self, query: &ListQuery) -> Result<Vec<MemoryRecord>, StorageError>;
     /// Deletes a memory; false when there was none.
     async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError>;
-    /// An object with its frame index and inline data.
+    /// An object with its frame index and inline data (possibly from a cache).
     async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError>;
+    /// The object as the store itself holds it now, never from a cache: for
+    /// decisions a stale answer would make unsafe (a put relying on a stored
+    /// object instead of its own file, GC, verify).
+    async fn stored_object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
+        self.object(hash).await
+    }
     /// Adds batched read statistics.
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError>;
     /// Adds the ledger's batched counters and usage, and sets its calibrations, in one transaction.
