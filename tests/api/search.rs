@@ -121,6 +121,31 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
 }
 
 #[tokio::test]
+async fn accents_and_case_are_folded_both_ways() {
+    let app = spawn_app().await;
+    let french = put(&app, "intro\nLe Café est prêt, Ångström\nfin\n", json!({})).await;
+    let plain = put(&app, "the cafe is closed\n", json!({})).await;
+    put(&app, "nothing to see\n", json!({})).await;
+    wait_for_index(&app, None).await;
+    for query in ["cafe", "café", "CAFÉ"] {
+        let found = search(&app, &format!("q={}", enc(query))).await;
+        let mut got = ids(&found);
+        got.sort();
+        let mut want = vec![french.clone(), plain.clone()];
+        want.sort();
+        assert_eq!(got, want, "{query}");
+    }
+    for query in ["pret", "prêt", "angstrom", "\"cafe est pret\""] {
+        let found = search(&app, &format!("q={}", enc(query))).await;
+        assert_eq!(ids(&found), std::slice::from_ref(&french), "{query}");
+        assert_eq!(
+            found["results"][0]["hits"][0]["line"], 2,
+            "{query}: {found}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn malformed_queries_are_400_invalid_query_with_the_reason() {
     let app = spawn_app().await;
     put(&app, "some text\n", json!({})).await;
