@@ -488,6 +488,34 @@ async fn readyz_fails_when_the_endpoint_or_the_bucket_is_wrong() {
     }
 }
 
+#[tokio::test]
+async fn a_put_to_an_unreachable_store_fails_within_seconds_with_a_json_error() {
+    let Some(t) = start(|c| {
+        let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let bucket = "cairn-unreachable";
+        c.blob_url = Some(blob_url(&format!("http://127.0.0.1:{closed_port}"), bucket));
+    })
+    .await
+    else {
+        return;
+    };
+    let started = Instant::now();
+    let (status, body) = t.put_raw(&noise(31, 200_000, b"0123456789abcdef\n")).await;
+    let took = started.elapsed();
+    assert!(status.is_server_error(), "{status}: {body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
+    // object_store's default retries would go on for about a minute.
+    assert!(
+        took < Duration::from_secs(20),
+        "the put failed only after {took:?}"
+    );
+    assert_eq!(t.temp_files(), 0, "the spooled upload was removed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_configured_by_aws_variables_signs_and_stores_in_the_bucket() {
     let Some(endpoint) = endpoint().await else {

@@ -34,7 +34,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, PutMode, PutPayload};
+use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, PutMode, PutPayload, RetryConfig};
 use sha2::{Digest, Sha256};
 use tempfile::NamedTempFile;
 use tokio::io::AsyncReadExt;
@@ -54,6 +54,14 @@ const MAX_PARTS: u64 = 10_000;
 const HASH_BATCH: usize = 1 << 20;
 /// How long `ping` waits: under the Docker health check's 3 s timeout.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
+/// Retries of a failed S3 request, and how long they may go on: a store that
+/// is down fails a request within seconds, not after object_store's default
+/// of ten retries over up to three minutes (a client would time out first).
+const RETRIES: usize = 3;
+/// See [`RETRIES`].
+const RETRY_FOR: Duration = Duration::from_secs(15);
+/// Connection deadline of an S3 request, unless the URL or `AWS_*` set one.
+const CONNECT_TIMEOUT: &str = "3s";
 /// Folder under the prefix where verify's repair moves corrupt objects.
 pub const QUARANTINE: &str = "quarantine";
 
@@ -130,7 +138,16 @@ impl S3BlobStore {
         for (key, value) in &url.options {
             builder = builder.with_config(*key, value);
         }
+        let connect = AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout);
+        if builder.get_config_value(&connect).is_none() {
+            builder = builder.with_config(connect, CONNECT_TIMEOUT);
+        }
         let store = builder
+            .with_retry(RetryConfig {
+                backoff: BackoffConfig::default(),
+                max_retries: RETRIES,
+                retry_timeout: RETRY_FOR,
+            })
             .build()
             .map_err(|e| StorageError::Unavailable(format!("S3 configuration: {e}")))?;
         Self::with_store(Arc::new(store), &url.prefix, tmp)
