@@ -224,7 +224,9 @@ impl ObjectReader {
             return Ok(());
         };
         let start = first.stored_offset;
-        let stop = final_frame.stored_offset + u64::from(final_frame.stored_len);
+        let stop = final_frame
+            .stored_offset
+            .saturating_add(u64::from(final_frame.stored_len));
         let stored = self
             .blobs
             .read_range(&self.object.hash, start, stop.saturating_sub(start))
@@ -233,10 +235,12 @@ impl ObjectReader {
         let decoded = tokio::task::spawn_blocking(move || {
             let mut out = Vec::with_capacity(batch.len());
             for (n, f) in batch.iter().enumerate() {
-                let from = usize::try_from(f.stored_offset - start).unwrap_or(usize::MAX);
-                let frame = from
-                    .checked_add(f.stored_len as usize)
-                    .and_then(|to| stored.get(from..to))
+                let frame = f
+                    .stored_offset
+                    .checked_sub(start)
+                    .and_then(|from| usize::try_from(from).ok())
+                    .and_then(|from| Some(from..from.checked_add(f.stored_len as usize)?))
+                    .and_then(|range| stored.get(range))
                     .ok_or_else(|| "the object is shorter than its frame index".to_owned())
                     .and_then(|frame| {
                         seekable::decompress_prefix(
