@@ -18,6 +18,7 @@ mod postgres_search_tests;
 #[cfg(test)]
 mod postgres_tests;
 mod postgres_tsquery;
+mod rows;
 mod search_rows;
 pub mod sqlite;
 mod sqlite_admin;

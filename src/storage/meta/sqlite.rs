@@ -16,14 +16,14 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::sqlite_writer::{self, WriteCommand};
 use super::{
-    AccessUpdate, FrameEntry, ImportedMemory, Layout, ListQuery, MemoryFields, MemoryRecord,
-    MetaStore, NewMemory, ObjectRecord, PageEntry, PutOutcome,
+    AccessUpdate, ImportedMemory, Layout, ListQuery, MemoryRecord, MetaStore, NewMemory,
+    ObjectRecord, PutOutcome,
 };
 use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
     sqlite_admin, sqlite_ledger,
 };
-use super::{FrameBatch, IndexLag, PendingObject, SearchRow, sqlite_search};
+use super::{FrameBatch, IndexLag, PendingObject, SearchRow, rows, sqlite_search};
 use super::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
 use crate::storage::StorageError;
 
@@ -223,7 +223,7 @@ impl MetaStore for SqliteMetaStore {
             .fetch_all(&self.read)
             .await?
             .iter()
-            .map(frame_from_row)
+            .map(rows::frame_entry)
             .collect::<Result<_, _>>()?
         };
         Ok(Some(ObjectRecord {
@@ -377,53 +377,7 @@ pub(super) fn memory_from_row(row: &SqliteRow) -> Result<MemoryRecord, StorageEr
         None => Vec::new(),
     };
     tags.sort();
-    Ok(MemoryRecord {
-        namespace: row.try_get("namespace")?,
-        id: row.try_get("id")?,
-        fields: MemoryFields {
-            kind: row.try_get("type")?,
-            subtype: row.try_get("subtype")?,
-            mime: row.try_get("mime")?,
-            title: row.try_get("title")?,
-            tags,
-            thread: row.try_get("thread")?,
-            checkpoint: row.try_get("checkpoint")?,
-            directory: row.try_get("directory")?,
-            pinned: row.try_get("pinned")?,
-            ttl_seconds: None,
-        },
-        bytes: to_u64(row.try_get("bytes")?),
-        stored_bytes: to_u64(row.try_get("stored_bytes")?),
-        lines: to_u64(row.try_get("lines")?),
-        tokens: to_u64(row.try_get("tokens")?),
-        token_method: row.try_get("token_method")?,
-        summary: row.try_get("summary")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        last_accessed_at: row.try_get("last_accessed_at")?,
-        access_count: row.try_get("access_count")?,
-        expires_at: row.try_get("expires_at")?,
-        corrupt: row.try_get("corrupt")?,
-    })
+    rows::memory_record(row, tags)
 }
 
-fn frame_from_row(row: &SqliteRow) -> Result<FrameEntry, StorageError> {
-    Ok(FrameEntry {
-        content_offset: to_u64(row.try_get("content_offset")?),
-        content_len: u32::try_from(row.try_get::<i64, _>("content_len")?).unwrap_or(0),
-        first_line: to_u64(row.try_get("first_line")?),
-        stored_offset: to_u64(row.try_get("stored_offset")?),
-        stored_len: u32::try_from(row.try_get::<i64, _>("stored_len")?).unwrap_or(0),
-        pages: PageEntry::decode(&row.try_get::<Vec<u8>, _>("pages")?),
-    })
-}
-
-/// SQLite stores integers as i64; sizes are never negative.
-pub(super) fn to_u64(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or(0)
-}
-
-/// u64 sizes into SQLite's i64.
-pub(super) fn to_i64(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
+pub(super) use super::rows::{to_i64, to_u64};

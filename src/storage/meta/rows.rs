@@ -1,0 +1,78 @@
+//! Row mapping shared by the SQLite and PostgreSQL stores: both select the
+//! same column names, so a memory or frame row reads the same way from either.
+
+use sqlx::{ColumnIndex, Decode, Row, Type};
+
+use super::{FrameEntry, MemoryFields, MemoryRecord, PageEntry};
+use crate::storage::StorageError;
+
+/// Stored integers (i64) into sizes; sizes are never negative.
+pub(super) fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// Sizes into stored integers (i64), saturating.
+pub(super) fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A memory row joined with its object (each store's `MEMORY_SELECT`), with
+/// its tags, which each store reads its own way.
+pub(super) fn memory_record<'r, R>(
+    row: &'r R,
+    tags: Vec<String>,
+) -> Result<MemoryRecord, StorageError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(MemoryRecord {
+        namespace: row.try_get("namespace")?,
+        id: row.try_get("id")?,
+        fields: MemoryFields {
+            kind: row.try_get("type")?,
+            subtype: row.try_get("subtype")?,
+            mime: row.try_get("mime")?,
+            title: row.try_get("title")?,
+            tags,
+            thread: row.try_get("thread")?,
+            checkpoint: row.try_get("checkpoint")?,
+            directory: row.try_get("directory")?,
+            pinned: row.try_get("pinned")?,
+            ttl_seconds: None,
+        },
+        bytes: to_u64(row.try_get("bytes")?),
+        stored_bytes: to_u64(row.try_get("stored_bytes")?),
+        lines: to_u64(row.try_get("lines")?),
+        tokens: to_u64(row.try_get("tokens")?),
+        token_method: row.try_get("token_method")?,
+        summary: row.try_get("summary")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        last_accessed_at: row.try_get("last_accessed_at")?,
+        access_count: row.try_get("access_count")?,
+        expires_at: row.try_get("expires_at")?,
+        corrupt: row.try_get("corrupt")?,
+    })
+}
+
+/// A row of the `frames` table.
+pub(super) fn frame_entry<'r, R>(row: &'r R) -> Result<FrameEntry, StorageError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(FrameEntry {
+        content_offset: to_u64(row.try_get("content_offset")?),
+        content_len: u32::try_from(row.try_get::<i64, _>("content_len")?).unwrap_or(0),
+        first_line: to_u64(row.try_get("first_line")?),
+        stored_offset: to_u64(row.try_get("stored_offset")?),
+        stored_len: u32::try_from(row.try_get::<i64, _>("stored_len")?).unwrap_or(0),
+        pages: PageEntry::decode(&row.try_get::<Vec<u8>, _>("pages")?),
+    })
+}
