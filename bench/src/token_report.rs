@@ -37,22 +37,35 @@ pub fn render(result: &TokenCounting, command: &str, revision: Option<&str>) -> 
         "- One thread; MB = 10^6 bytes. Speed per second of the counting thread's CPU time \
          (fair while other work shares the CPUs); wall-clock speed in brackets.\n\n",
     );
-    out.push_str("| Encoding | bpe-openai | tiktoken-rs | bpe-openai / tiktoken-rs | Tokens | Files whose counts differ |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str(
+        "| Encoding | Cairn | bpe-openai | tiktoken-rs | Cairn / bpe-openai | Cairn / tiktoken-rs | Tokens | Files whose counts differ from tiktoken-rs (Cairn, bpe-openai) |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
     let mb = result.bytes as f64 / 1e6;
     for r in &result.results {
-        let (bpe, tiktoken) = (speed(mb, &r.bpe), speed(mb, &r.tiktoken));
-        let tokens = if r.bpe.tokens == r.tiktoken.tokens {
-            r.bpe.tokens.to_string()
+        let (cairn, bpe, tiktoken) = (
+            speed(mb, &r.cairn),
+            speed(mb, &r.bpe),
+            speed(mb, &r.tiktoken),
+        );
+        let tokens = if r.cairn.tokens == r.tiktoken.tokens && r.bpe.tokens == r.tiktoken.tokens {
+            r.tiktoken.tokens.to_string()
         } else {
-            format!("{} vs {}", r.bpe.tokens, r.tiktoken.tokens)
+            format!(
+                "{} vs {} vs {}",
+                r.cairn.tokens, r.bpe.tokens, r.tiktoken.tokens
+            )
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.2}× | {tokens} | {} |",
+            "| {} | {} | {} | {} | {:.2}× | {:.2}× | {tokens} | {}, {} |",
             r.encoding,
+            cairn.1,
             bpe.1,
             tiktoken.1,
-            bpe.0 / tiktoken.0,
+            cairn.0 / bpe.0,
+            cairn.0 / tiktoken.0,
+            r.cairn_mismatched_files,
             r.mismatched_files
         );
     }

@@ -1,4 +1,5 @@
-//! Token counting speed: `bpe-openai` (what Cairn serves with) against
+//! Token counting speed: Cairn's counter (bpe-openai's BPE behind its own
+//! ASCII pre-tokenizer and piece cache), `bpe-openai` itself and
 //! `tiktoken-rs` (OpenAI's tiktoken core), for o200k_base and cl100k_base,
 //! on one core, over real text found on this machine; the counts must agree.
 
@@ -24,12 +25,16 @@ pub struct Pass {
 pub struct EncodingResult {
     /// `o200k_base` or `cl100k_base`.
     pub encoding: &'static str,
+    /// Cairn's counter (`cairn::domain::tokens::Encoding::count`).
+    pub cairn: Pass,
     /// `bpe-openai`.
     pub bpe: Pass,
     /// `tiktoken-rs`.
     pub tiktoken: Pass,
-    /// Files whose counts differ between the two.
+    /// Files whose counts differ between bpe-openai and tiktoken-rs.
     pub mismatched_files: usize,
+    /// Files whose counts differ between Cairn's counter and tiktoken-rs.
+    pub cairn_mismatched_files: usize,
 }
 
 /// The whole measure.
@@ -46,36 +51,50 @@ pub struct TokenCounting {
 
 /// Counts the corpus with both implementations and both encodings, one file at a time.
 pub fn run(corpus: &Corpus) -> TokenCounting {
-    let encodings: [(&'static str, &bpe_openai::Tokenizer, &tiktoken_rs::CoreBPE); 2] = [
+    use cairn::domain::tokens::Encoding;
+    let encodings: [(
+        &'static str,
+        Encoding,
+        &bpe_openai::Tokenizer,
+        &tiktoken_rs::CoreBPE,
+    ); 2] = [
         (
             "o200k_base",
+            Encoding::O200kBase,
             bpe_openai::o200k_base(),
             tiktoken_rs::o200k_base_singleton(),
         ),
         (
             "cl100k_base",
+            Encoding::Cl100kBase,
             bpe_openai::cl100k_base(),
             tiktoken_rs::cl100k_base_singleton(),
         ),
     ];
     let results = encodings
         .into_iter()
-        .map(|(encoding, bpe, tiktoken)| {
+        .map(|(encoding, cairn, bpe, tiktoken)| {
+            eprintln!("counting {} with Cairn's counter…", encoding);
+            let (cairn_pass, cairn_counts) = pass(corpus, |t| cairn.count(t));
             eprintln!("counting {} with bpe-openai…", encoding);
             let (bpe_pass, bpe_counts) = pass(corpus, |t| bpe.count(t));
             eprintln!("counting {} with tiktoken-rs…", encoding);
             let (tiktoken_pass, tiktoken_counts) =
                 pass(corpus, |t| tiktoken.encode_ordinary(t).len());
-            let mismatched_files = bpe_counts
-                .iter()
-                .zip(&tiktoken_counts)
-                .filter(|(a, b)| a != b)
-                .count();
+            let differ = |counts: &[usize]| {
+                counts
+                    .iter()
+                    .zip(&tiktoken_counts)
+                    .filter(|(a, b)| a != b)
+                    .count()
+            };
             EncodingResult {
                 encoding,
+                cairn: cairn_pass,
+                mismatched_files: differ(&bpe_counts),
+                cairn_mismatched_files: differ(&cairn_counts),
                 bpe: bpe_pass,
                 tiktoken: tiktoken_pass,
-                mismatched_files,
             }
         })
         .collect();

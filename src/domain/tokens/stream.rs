@@ -42,7 +42,7 @@ impl ContentTokens {
         if self.method == ESTIMATE_METHOD {
             estimate(text.len() as u64)
         } else {
-            CONTENT_ENCODING.tokenizer().count(text) as u64
+            CONTENT_ENCODING.count(text) as u64
         }
     }
 }
@@ -108,7 +108,7 @@ impl StreamCounter {
         self.carry.extend_from_slice(bytes);
         if let Some(cut) = last_safe_cut(&self.carry) {
             let text = std::str::from_utf8(&self.carry[..cut]).map_err(|_| NotText)?;
-            self.tokens += self.encoding.tokenizer().count(text) as u64;
+            self.tokens += self.encoding.count(text) as u64;
             self.carry.drain(..cut);
         }
         Ok(())
@@ -117,7 +117,7 @@ impl StreamCounter {
     /// Counts what is left and answers the total.
     pub fn finish(self) -> Result<u64, NotText> {
         let rest = std::str::from_utf8(&self.carry).map_err(|_| NotText)?;
-        Ok(self.tokens + self.encoding.tokenizer().count(rest) as u64)
+        Ok(self.tokens + self.encoding.count(rest) as u64)
     }
 }
 
