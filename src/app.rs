@@ -48,6 +48,7 @@ impl App {
     /// Opens the stores the configuration names.
     pub async fn build(config: &Config) -> anyhow::Result<Self> {
         config.validate().map_err(anyhow::Error::msg)?;
+        let warm_up = tokio::task::spawn_blocking(crate::domain::warm_up);
         let auth = Auth::parse(config.api_keys.as_deref())
             .map_err(anyhow::Error::msg)?
             .guard_loopback(config.listen.ip().is_loopback());
@@ -165,6 +166,9 @@ impl App {
             }),
             search,
         };
+        warm_up
+            .await
+            .context("warming up the token, redaction and summary tables")?;
         Ok(Self {
             state,
             access,

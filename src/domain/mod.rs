@@ -32,3 +32,21 @@ pub use error::DomainError;
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
+
+/// Builds the tables every put and compress needs (BPE dictionaries of both
+/// encodings, redaction patterns, summary finders) so that the first request
+/// does not pay for them: loading o200k_base alone takes ~75 ms. Blocking;
+/// the server runs it on the blocking pool while it opens its stores.
+pub fn warm_up() {
+    let sample = "{\"warm\": \"up\"}\nERROR password=hunter2 at https://user:pw@example.com/\n";
+    for encoding in [tokens::Encoding::O200kBase, tokens::Encoding::Cl100kBase] {
+        encoding.count(sample);
+    }
+    let (redacted, _) = redact::redact_text(sample);
+    let facts = summary::SummaryFacts {
+        mime: "text/plain".to_owned(),
+        bytes: redacted.len() as u64,
+        ..summary::SummaryFacts::default()
+    };
+    summary::summarize(redacted.as_bytes(), &facts, 800);
+}
