@@ -14,7 +14,7 @@ use crate::storage::meta::{FrameBatch, IndexedFrame, MetaStore};
 const PENDING_BATCH: u32 = 16;
 /// Text sent to the writer in one command: large objects go in several, so a
 /// put queued behind the indexer waits for little.
-const TEXT_PER_WRITE: usize = 256 << 10;
+const TEXT_PER_WRITE: usize = 64 << 10;
 /// How much of the next frame completes a frame's last line.
 const CONTINUATION_BYTES: usize = 16 << 10;
 /// Content bytes looked at to tell binary content (a NUL byte) from text.

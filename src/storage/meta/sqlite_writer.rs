@@ -102,7 +102,8 @@ impl From<rusqlite::Error> for StorageError {
     }
 }
 
-/// Opens the write connection to the database file and starts the writer thread.
+/// Opens the write connection to the database file and starts the writer
+/// thread, and beside it the checkpointer thread.
 pub(super) fn spawn(
     path: &Path,
 ) -> Result<(mpsc::Sender<WriteCommand>, std::thread::JoinHandle<()>), StorageError> {
@@ -110,13 +111,53 @@ pub(super) fn spawn(
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
+    // Checkpoints run on their own thread (see [`checkpoints`]), not in a commit.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     conn.set_prepared_statement_cache_capacity(64);
+    let checkpointer = Connection::open(path)?;
+    checkpointer.busy_timeout(Duration::from_secs(10))?;
+    let (stop_checkpoints, stopped) = std::sync::mpsc::channel::<()>();
+    let checkpoints = std::thread::Builder::new()
+        .name("cairn-sqlite-checkpoint".into())
+        .spawn(move || checkpoints(checkpointer, stopped))
+        .map_err(StorageError::Io)?;
     let (tx, rx) = mpsc::channel(4 * MAX_BATCH);
     let handle = std::thread::Builder::new()
         .name("cairn-sqlite-writer".into())
-        .spawn(move || run(conn, rx))
+        .spawn(move || {
+            run(conn, rx);
+            drop(stop_checkpoints);
+            let _ = checkpoints.join();
+        })
         .map_err(StorageError::Io)?;
     Ok((tx, handle))
+}
+
+/// How often the checkpointer copies committed WAL pages into the database.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// The checkpointer: copies the WAL into the database file every
+/// [`CHECKPOINT_EVERY`] until the writer stops (its sender dropped).
+///
+/// SQLite's automatic checkpoint runs inside the commit that crosses 1,000
+/// WAL pages: that commit, and every put queued behind it, waits for ~4 MB
+/// of page copies and an fsync of the database file. A PASSIVE checkpoint
+/// on a connection of its own does the same work beside the writer without
+/// blocking it (it copies what no reader still needs and leaves the rest
+/// for next time), so the WAL stays as small as before.
+fn checkpoints(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
+    loop {
+        let stopping = !matches!(
+            stop.recv_timeout(CHECKPOINT_EVERY),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        );
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "WAL checkpoint failed; trying again later");
+        }
+        if stopping {
+            return;
+        }
+    }
 }
 
 fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
@@ -139,7 +180,29 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
         {
             stop = Some(ack);
         }
-        match transaction(&mut conn, &batch) {
+        // Index work (the background indexer's) commits after the rest, so a
+        // put never waits for the full-text index of other content.
+        let (mut background, foreground): (Vec<_>, Vec<_>) = batch
+            .drain(..)
+            .partition(|c| matches!(c, WriteCommand::Index(..)));
+        batch.extend(foreground);
+        commit(&mut conn, &mut batch);
+        commit(&mut conn, &mut background);
+    }
+    drop(conn);
+    if let Some(ack) = stop {
+        let _ = ack.send(());
+    }
+}
+
+/// Commits `batch` as one transaction and answers its commands; should the
+/// transaction fail, runs them again one transaction each.
+fn commit(conn: &mut Connection, batch: &mut Vec<WriteCommand>) {
+    if batch.is_empty() {
+        return;
+    }
+    {
+        match transaction(conn, batch) {
             Ok(outcomes) => {
                 for (command, outcome) in batch.drain(..).zip(outcomes) {
                     command.answer(Ok(outcome));
@@ -148,7 +211,7 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
             Err(e) if batch.len() > 1 => {
                 tracing::warn!(error = %e, commands = batch.len(), "batch failed; retrying its commands one by one");
                 for command in batch.drain(..) {
-                    let outcome = transaction(&mut conn, std::slice::from_ref(&command));
+                    let outcome = transaction(conn, std::slice::from_ref(&command));
                     command.answer(outcome.map(|mut o| o.remove(0)));
                 }
             }
@@ -160,10 +223,6 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
                 }
             }
         }
-    }
-    drop(conn);
-    if let Some(ack) = stop {
-        let _ = ack.send(());
     }
 }
 
