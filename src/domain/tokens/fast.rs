@@ -66,8 +66,9 @@ fn count_ascii(encoding: Encoding, text: &[u8]) -> usize {
     total
 }
 
-/// Slots of the shared table of short pieces (a power of two): 512 KiB.
-const SHORT_SLOTS: usize = 1 << 16;
+/// Slots of the shared table of short pieces (a power of two): 64 KiB, so
+/// that it stays in a core's L2 cache beside the BPE tables.
+const SHORT_SLOTS: usize = 1 << 13;
 /// Longest piece of the shared table: its bytes and a tag byte fit one `u64`.
 const SHORT_MAX: usize = 7;
 /// Slots of each thread's table of longer pieces: 64 KiB a thread.
