@@ -347,10 +347,18 @@ pub(super) fn is_pem_body_line(line: &[u8]) -> bool {
 }
 
 /// The kind to report for a matched secret, or `None` when the match is not
-/// taken for one (a placeholder, an already redacted value, a slug).
-pub(super) fn accept(kind: Kind, specific: bool, secret: &[u8]) -> Option<Kind> {
+/// taken for one (a placeholder, an already redacted value, a slug, code).
+/// `next` is the byte after the match, when there is one.
+pub(super) fn accept(kind: Kind, specific: bool, secret: &[u8], next: Option<u8>) -> Option<Kind> {
     if is_placeholder(secret) {
         return None;
+    }
+    if !specific && matches!(next, Some(b'(' | b'[')) {
+        // An expression, not a value: `token = session.refresh(&key)`,
+        // `password = os.environ["DB_PASSWORD"]`. Only a known token shape counts.
+        let caps = SPECIFIC.regex().captures(secret)?;
+        let (found, _, _) = SPECIFIC.which(&caps)?;
+        return accept(found, true, secret, None);
     }
     if kind == Kind::OpenaiKey && !mixed(secret.get(3..).unwrap_or_default()) {
         return None;
@@ -361,7 +369,7 @@ pub(super) fn accept(kind: Kind, specific: bool, secret: &[u8]) -> Option<Kind> 
     // A generic value that is a known token is reported as that token.
     match SPECIFIC.regex().captures(secret) {
         Some(caps) => match SPECIFIC.which(&caps) {
-            Some((found, _, _)) => accept(found, true, secret).or(Some(kind)),
+            Some((found, _, _)) => accept(found, true, secret, None).or(Some(kind)),
             None => Some(kind),
         },
         None => Some(kind),

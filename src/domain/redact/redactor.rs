@@ -220,7 +220,8 @@ impl Redactor {
                 let Some((kind, specific, span)) = LINE.which(&caps) else {
                     continue;
                 };
-                if let Some(kind) = accept(kind, specific, &buf[span.clone()]) {
+                let next = buf.get(span.end).copied();
+                if let Some(kind) = accept(kind, specific, &buf[span.clone()], next) {
                     out.extend_from_slice(&buf[written..span.start]);
                     self.replace(kind, out);
                     written = span.end;

@@ -298,6 +298,11 @@ fn ordinary_text_is_left_alone() {
         "ssh git@github.com:owner/repo.git".to_owned(),
         "see http://user@example.com/path".to_owned(),
         "Bearer realm=\"api\"".to_owned(),
+        // Code: an assigned expression is not a secret value.
+        "let token = session.refresh(&key, 123)?;".to_owned(),
+        "    let secret = config.secret_key();".to_owned(),
+        "password = os.environ[\"DB_PASSWORD\"]".to_owned(),
+        "api_token=get_token(user)".to_owned(),
     ]
     .join("\n");
     let (out, report) = redact_text(&text);
