@@ -353,9 +353,11 @@ pub(super) fn accept(kind: Kind, specific: bool, secret: &[u8], next: Option<u8>
     if is_placeholder(secret) {
         return None;
     }
-    if !specific && matches!(next, Some(b'(' | b'[')) {
+    let statement_end = next == Some(b';') && is_identifier(secret);
+    if !specific && (matches!(next, Some(b'(' | b'[')) || statement_end) {
         // An expression, not a value: `token = session.refresh(&key)`,
-        // `password = os.environ["DB_PASSWORD"]`. Only a known token shape counts.
+        // `password = os.environ["DB_PASSWORD"]`, `let session_token = buf;`
+        // (code quotes its literals). Only a known token shape counts.
         let caps = SPECIFIC.regex().captures(secret)?;
         let (found, _, _) = SPECIFIC.which(&caps)?;
         return accept(found, true, secret, None);
@@ -374,6 +376,17 @@ pub(super) fn accept(kind: Kind, specific: bool, secret: &[u8], next: Option<u8>
         },
         None => Some(kind),
     }
+}
+
+/// True for what reads as a name in code: a letter or `_`, then letters,
+/// digits, `_` and `.`, and either a `_` or `.` or no digit at all
+/// (`cache_entry.token`, `buf`; not `hunter2abc`, which stays a secret).
+fn is_identifier(s: &[u8]) -> bool {
+    s.first()
+        .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+        && s.iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.".contains(b))
+        && (s.iter().any(|b| b"_.".contains(b)) || !s.iter().any(u8::is_ascii_digit))
 }
 
 /// True when `s` has upper- and lower-case letters and digits (real keys do, slugs rarely).

@@ -90,6 +90,11 @@ pub fn fakes(seed: u64) -> Vec<(Kind, String, String)> {
             ghp.clone(),
         ),
         (Kind::GithubToken, format!("using fine-grained {pat}"), pat),
+        (
+            Kind::GenericSecret,
+            format!("DB_PASSWORD={password}; ./migrate"),
+            password.clone(),
+        ),
         (Kind::GithubToken, format!("export GITHUB_TOKEN={ghp}"), ghp),
         (Kind::GitlabToken, format!("token {glpat} expired"), glpat),
         (
@@ -303,6 +308,7 @@ fn ordinary_text_is_left_alone() {
         "    let secret = config.secret_key();".to_owned(),
         "password = os.environ[\"DB_PASSWORD\"]".to_owned(),
         "api_token=get_token(user)".to_owned(),
+        "let session_token = cache_entry.token;".to_owned(),
     ]
     .join("\n");
     let (out, report) = redact_text(&text);
