@@ -353,6 +353,10 @@ pub(super) fn accept(kind: Kind, specific: bool, secret: &[u8], next: Option<u8>
     if is_placeholder(secret) {
         return None;
     }
+    if !specific && secret.len() < 8 && secret.iter().all(u8::is_ascii_digit) {
+        // A count, a port, an id: `max_token: 512`, `key=token:48213`.
+        return None;
+    }
     let statement_end = next == Some(b';') && is_identifier(secret);
     if !specific && (matches!(next, Some(b'(' | b'[')) || statement_end) {
         // An expression, not a value: `token = session.refresh(&key)`,

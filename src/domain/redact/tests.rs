@@ -309,6 +309,9 @@ fn ordinary_text_is_left_alone() {
         "password = os.environ[\"DB_PASSWORD\"]".to_owned(),
         "api_token=get_token(user)".to_owned(),
         "let session_token = cache_entry.token;".to_owned(),
+        // Short numbers: counts and ids, not secrets.
+        "cache hit key=token:48213".to_owned(),
+        "max_token: 512, refresh_token=7".to_owned(),
     ]
     .join("\n");
     let (out, report) = redact_text(&text);
