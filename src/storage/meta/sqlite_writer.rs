@@ -201,26 +201,24 @@ fn commit(conn: &mut Connection, batch: &mut Vec<WriteCommand>) {
     if batch.is_empty() {
         return;
     }
-    {
-        match transaction(conn, batch) {
-            Ok(outcomes) => {
-                for (command, outcome) in batch.drain(..).zip(outcomes) {
-                    command.answer(Ok(outcome));
-                }
+    match transaction(conn, batch) {
+        Ok(outcomes) => {
+            for (command, outcome) in batch.drain(..).zip(outcomes) {
+                command.answer(Ok(outcome));
             }
-            Err(e) if batch.len() > 1 => {
-                tracing::warn!(error = %e, commands = batch.len(), "batch failed; retrying its commands one by one");
-                for command in batch.drain(..) {
-                    let outcome = transaction(conn, std::slice::from_ref(&command));
-                    command.answer(outcome.map(|mut o| o.remove(0)));
-                }
+        }
+        Err(e) if batch.len() > 1 => {
+            tracing::warn!(error = %e, commands = batch.len(), "batch failed; retrying its commands one by one");
+            for command in batch.drain(..) {
+                let outcome = transaction(conn, std::slice::from_ref(&command));
+                command.answer(outcome.map(|mut o| o.remove(0)));
             }
-            Err(e) => {
-                tracing::error!(error = %e, "metadata write failed");
-                // A single command (or none): it gets the error as it is (e.g. `Full` → 507).
-                if let Some(command) = batch.pop() {
-                    command.answer(Err(e));
-                }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "metadata write failed");
+            // A single command: it gets the error as it is (e.g. `Full` → 507).
+            if let Some(command) = batch.pop() {
+                command.answer(Err(e));
             }
         }
     }
