@@ -1,9 +1,10 @@
 //! Row mapping shared by the SQLite and PostgreSQL stores: both select the
-//! same column names, so a memory or frame row reads the same way from either.
+//! same column names, so a memory, frame, usage or calibration row reads the
+//! same way from either.
 
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::{FrameEntry, MemoryFields, MemoryRecord, PageEntry};
+use super::{CalibrationRow, FrameEntry, MemoryFields, MemoryRecord, PageEntry, UsageRow};
 use crate::storage::StorageError;
 
 /// Stored integers (i64) into sizes; sizes are never negative.
@@ -74,5 +75,43 @@ where
         stored_offset: to_u64(row.try_get("stored_offset")?),
         stored_len: u32::try_from(row.try_get::<i64, _>("stored_len")?).unwrap_or(0),
         pages: PageEntry::decode(&row.try_get::<Vec<u8>, _>("pages")?),
+    })
+}
+
+/// A row of summed usage (`namespace, model, day, input_tokens, output_tokens, cost_usd, reports`).
+pub(super) fn usage_row<'r, R>(row: &'r R) -> Result<UsageRow, StorageError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    f64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(UsageRow {
+        namespace: row.try_get("namespace")?,
+        model: row.try_get("model")?,
+        day: row.try_get("day")?,
+        input_tokens: row.try_get("input_tokens")?,
+        output_tokens: row.try_get("output_tokens")?,
+        cost_usd: row.try_get("cost_usd")?,
+        reports: row.try_get("reports")?,
+    })
+}
+
+/// A row of `ledger_calibration`.
+pub(super) fn calibration_row<'r, R>(row: &'r R) -> Result<CalibrationRow, StorageError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    f64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(CalibrationRow {
+        namespace: row.try_get("namespace")?,
+        model: row.try_get("model")?,
+        factor: row.try_get("factor")?,
+        samples: row.try_get("samples")?,
+        updated_at: row.try_get("updated_at")?,
     })
 }

@@ -4,6 +4,7 @@
 use rusqlite::Connection;
 use sqlx::{Row, SqlitePool};
 
+use super::rows;
 use super::sqlite::to_u64;
 use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
@@ -90,19 +91,7 @@ pub(super) async fn usage_totals(
     }
     sql.push(" GROUP BY namespace, model ORDER BY namespace, model");
     let rows = sql.build().fetch_all(pool).await?;
-    rows.iter()
-        .map(|r| {
-            Ok(UsageRow {
-                namespace: r.try_get("namespace")?,
-                model: r.try_get("model")?,
-                day: r.try_get("day")?,
-                input_tokens: r.try_get("input_tokens")?,
-                output_tokens: r.try_get("output_tokens")?,
-                cost_usd: r.try_get("cost_usd")?,
-                reports: r.try_get("reports")?,
-            })
-        })
-        .collect()
+    rows.iter().map(rows::usage_row).collect()
 }
 
 /// Calibration factors of one namespace, or of all.
@@ -118,17 +107,7 @@ pub(super) async fn calibrations(
     }
     sql.push(" ORDER BY namespace, model");
     let rows = sql.build().fetch_all(pool).await?;
-    rows.iter()
-        .map(|r| {
-            Ok(CalibrationRow {
-                namespace: r.try_get("namespace")?,
-                model: r.try_get("model")?,
-                factor: r.try_get("factor")?,
-                samples: r.try_get("samples")?,
-                updated_at: r.try_get("updated_at")?,
-            })
-        })
-        .collect()
+    rows.iter().map(rows::calibration_row).collect()
 }
 
 /// Memory count and sizes of a namespace. Each memory of a namespace is a
