@@ -32,6 +32,14 @@ impl Report {
         *self.kinds.entry(kind).or_default() += 1;
     }
 
+    /// Adds the counts of `other`.
+    pub fn merge(&mut self, other: &Report) {
+        self.total += other.total;
+        for (kind, count) in &other.kinds {
+            *self.kinds.entry(*kind).or_default() += count;
+        }
+    }
+
     /// The count of one kind.
     pub fn count(&self, kind: Kind) -> u64 {
         self.kinds.get(&kind).copied().unwrap_or(0)

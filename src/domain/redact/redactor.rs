@@ -95,6 +95,17 @@ impl Redactor {
         &self.report
     }
 
+    /// Hands over what was redacted so far and starts counting afresh.
+    pub fn take_report(&mut self) -> Report {
+        std::mem::take(&mut self.report)
+    }
+
+    /// True between lines outside a key block: nothing is pending, so a
+    /// fresh redactor given the rest of the input writes what this one would.
+    pub fn is_clean(&self) -> bool {
+        self.carry.is_empty() && self.pem.is_none()
+    }
+
     /// Redacts the next piece of input, appending what is settled to `out`.
     pub fn push(&mut self, input: &[u8], out: &mut Vec<u8>) {
         let mut input = input;

@@ -577,3 +577,110 @@ fn throughput() {
         mb / prefilter_secs
     );
 }
+
+/// Runs `content`, cut into `pieces`, through a [`Redacting`] stream with
+/// chunks of `chunk_bytes`.
+fn redact_streamed(content: &[u8], pieces: &[usize], chunk_bytes: usize) -> (Vec<u8>, Report) {
+    use futures::StreamExt;
+    let mut parts = Vec::new();
+    let mut rest = content;
+    for &n in pieces {
+        let n = n.min(rest.len());
+        parts.push(Ok::<_, std::convert::Infallible>(
+            bytes::Bytes::copy_from_slice(&rest[..n]),
+        ));
+        rest = &rest[n..];
+    }
+    parts.push(Ok(bytes::Bytes::copy_from_slice(rest)));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut stream =
+            Redacting::with_chunk_bytes(futures::stream::iter(parts), true, chunk_bytes);
+        let mut out = Vec::new();
+        while let Some(piece) = stream.next().await {
+            let piece = piece.unwrap();
+            assert!(!piece.is_empty(), "the stream yields no empty pieces");
+            out.extend_from_slice(&piece);
+        }
+        (out, stream.report())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Chunks redacted side by side give the bytes of one redactor, also
+    /// when a chunk ends inside a key block or inside a line.
+    #[test]
+    fn parallel_chunks_give_the_output_of_one_redactor(
+        content in corpus(),
+        cuts in proptest::collection::vec(0usize..4000, 0..40),
+        chunk_bytes in prop_oneof![1usize..64, 64usize..4000, Just(super::stream::CHUNK_BYTES)],
+        trim in 0usize..50,
+    ) {
+        let content = &content[..content.len().saturating_sub(trim)];
+        let whole = redact_with(content, Limits::default(), &[]);
+        let streamed = redact_streamed(content, &cuts, chunk_bytes);
+        prop_assert_eq!(&streamed.1, &whole.1);
+        prop_assert!(streamed.0 == whole.0, "streamed output differs");
+    }
+}
+
+#[test]
+fn a_key_block_across_many_chunks_is_still_one_marker() {
+    let (key, lines) = pem("RSA ", 40, 9);
+    let long = format!("{} {} tail\n", "x".repeat(5000), fakes(9)[1].1);
+    let text = format!("head\n{key}{long}after\n{key}");
+    for chunk_bytes in [1, 65, 100, 1000, 3000] {
+        let (out, report) = redact_streamed(text.as_bytes(), &[17, 4096], chunk_bytes);
+        assert_eq!(report.count(Kind::PrivateKey), 2, "chunks of {chunk_bytes}");
+        for line in &lines {
+            assert!(
+                !contains(&out, line),
+                "chunks of {chunk_bytes}: key line leaked"
+            );
+        }
+        assert_eq!(
+            out,
+            redact_bytes(text.as_bytes()).0,
+            "chunks of {chunk_bytes}"
+        );
+    }
+}
+
+#[test]
+fn key_names_in_each_case_style_get_past_the_prefilter() {
+    let value = random(77, 24, ALNUM);
+    for key in [
+        "api_key",
+        "apikey",
+        "api-key",
+        "x-api-key",
+        "apiKey",
+        "ApiKey",
+        "APIKey",
+        "API_KEY",
+        "APIKEY",
+        "access_key",
+        "accessKey",
+        "AccessKey",
+        "ACCESS_KEY",
+        "privateKey",
+        "private-key",
+        "PRIVATE_KEY",
+        "PRIVATEKEY",
+        "authorization",
+        "Authorization",
+        "AUTHORIZATION",
+    ] {
+        let line = format!("{key}={value}\n");
+        let (out, report) = redact_bytes(line.as_bytes());
+        assert_eq!(report.total, 1, "{key}");
+        assert!(!contains(&out, &value), "{key}");
+    }
+    // Words that only look alike are not even candidates: they stay as they are.
+    let text = "index key=batch:78798 auth ok, high load\n";
+    assert_eq!(redact_bytes(text.as_bytes()).0, text.as_bytes());
+}
