@@ -220,6 +220,7 @@ impl Alternatives {
         #[allow(clippy::expect_used)] // the patterns are constants; a test builds them
         let regex = regex::bytes::RegexBuilder::new(&pattern)
             .size_limit(64 << 20)
+            .dfa_size_limit(4 << 20)
             .build()
             .expect("secret patterns compile");
         let groups = (0..rules.len())

@@ -1,6 +1,8 @@
 //! Which kind of content this is, from its media type, head and tail.
 //! Deterministic: the same bytes and mime always give the same kind.
 
+use std::sync::LazyLock;
+
 use super::{HEAD_KEEP, Material};
 
 /// What a summary is shaped for.
@@ -103,10 +105,17 @@ pub fn detect(mime: &str, material: &Material) -> Kind {
     Kind::Text
 }
 
+/// A part of both pytest phrases [`test_runner`] looks for.
+static TEST_S: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new("test s"));
+
 /// The test runner a line shows, if it is typical of one.
 pub fn test_runner(line: &str) -> Option<&'static str> {
     let t = line.trim_end();
-    if t.contains("test session starts") || t.contains("short test summary info") {
+    // Both pytest phrases hold `test s`: one search rules out most lines.
+    if TEST_S.find(t.as_bytes()).is_some()
+        && (t.contains("test session starts") || t.contains("short test summary info"))
+    {
         return Some("pytest");
     }
     if t.starts_with("test result: ") || (t.starts_with("running ") && t.ends_with(" tests")) {
@@ -157,14 +166,14 @@ fn text_lines(bytes: &[u8]) -> impl Iterator<Item = &str> {
         .filter_map(|l| std::str::from_utf8(l.strip_suffix(b"\r").unwrap_or(l)).ok())
 }
 
-/// A timestamp near the start, or a level word.
+/// A timestamp within the first 40 characters, or a level word.
 pub fn is_log_line(line: &str) -> bool {
-    let start: String = line.chars().take(40).collect();
+    let start = line.char_indices().nth(40).map_or(line.len(), |(i, _)| i);
+    let b = &line.as_bytes()[..start];
     let digits_at = |s: &[u8], i: usize, n: usize| {
         s.get(i..i + n)
             .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
     };
-    let b = start.as_bytes();
     let stamp = (0..b.len()).any(|i| {
         (digits_at(b, i, 4) && b.get(i + 4) == Some(&b'-') && digits_at(b, i + 5, 2))
             || (digits_at(b, i, 2)
@@ -172,23 +181,31 @@ pub fn is_log_line(line: &str) -> bool {
                 && digits_at(b, i + 3, 2)
                 && b.get(i + 5) == Some(&b':'))
     });
+    // Words are runs of ASCII letters: bytes of other characters separate them.
     stamp
-        || line.split(|c: char| !c.is_ascii_alphabetic()).any(|w| {
-            matches!(
-                w,
-                "INFO"
-                    | "WARN"
-                    | "WARNING"
-                    | "ERROR"
-                    | "DEBUG"
-                    | "TRACE"
-                    | "FATAL"
-                    | "CRITICAL"
-                    | "NOTICE"
-            )
-        })
-        || line.contains("level=")
+        || line
+            .as_bytes()
+            .split(|b| !b.is_ascii_alphabetic())
+            .any(|w| {
+                matches!(
+                    w,
+                    b"INFO"
+                        | b"WARN"
+                        | b"WARNING"
+                        | b"ERROR"
+                        | b"DEBUG"
+                        | b"TRACE"
+                        | b"FATAL"
+                        | b"CRITICAL"
+                        | b"NOTICE"
+                )
+            })
+        || LEVEL_ASSIGNMENT.find(line.as_bytes()).is_some()
 }
+
+/// `level=`, as structured logs write it.
+static LEVEL_ASSIGNMENT: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new("level="));
 
 /// A line that only a stack trace has.
 pub fn is_trace_marker(line: &str) -> bool {
