@@ -5,6 +5,7 @@ pub mod compress;
 pub mod content;
 mod error;
 pub mod fields;
+pub mod foreground;
 pub mod frame_cache;
 pub mod gc;
 pub mod governor;

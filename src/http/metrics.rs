@@ -10,6 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
+use crate::domain::foreground::Foreground;
 use crate::metrics::Metrics;
 
 /// The server's metrics in the Prometheus text format. Store gauges are
@@ -54,6 +55,17 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
         .with_label_values(&[&route, method, response.status().as_str()])
         .inc();
     response
+}
+
+/// Counts the request as in flight until its response head, for the
+/// background work that gives way to requests (the search indexer).
+pub async fn foreground(
+    State(foreground): State<Arc<Foreground>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let _busy = foreground.enter();
+    next.run(request).await
 }
 
 /// Standard methods keep their name; anything else is `other`.

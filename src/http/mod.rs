@@ -141,6 +141,10 @@ pub fn router(state: AppState) -> Router {
             state.metrics.clone(),
             metrics::track,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.search.foreground().clone(),
+            metrics::foreground,
+        ))
         .layer(DefaultBodyLimit::disable())
         .layer(CatchPanicLayer::custom(panic::respond))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))

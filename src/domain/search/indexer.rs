@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::domain::DomainError;
+use crate::domain::foreground::{Foreground, GiveWay};
 use crate::domain::reader::ObjectReader;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::{FrameBatch, IndexedFrame, MetaStore};
@@ -21,6 +22,17 @@ const CONTINUATION_BYTES: usize = 16 << 10;
 const BINARY_SNIFF: usize = 8 << 10;
 /// Pause between looks at an empty queue.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
+/// How the indexer gives way to requests before each frame: it waits for
+/// 10 ms without one, for at most 2 s. Clients that send request after
+/// request (a benchmark, a batch import) keep it waiting, and it then
+/// indexes one frame every 2 s and catches up in the next lull; agents,
+/// whose requests come between model calls, barely delay it. Its frame
+/// reads, decoding and full-text writes would otherwise share the cores
+/// with the requests.
+const GIVE_WAY: GiveWay = GiveWay {
+    quiet: Duration::from_millis(10),
+    max_wait: Duration::from_secs(2),
+};
 /// Pause after a storage error before trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -77,9 +89,10 @@ pub(super) async fn run(
     meta: Arc<dyn MetaStore>,
     blobs: Arc<dyn BlobStore>,
     wake: Arc<tokio::sync::Notify>,
+    foreground: Arc<Foreground>,
 ) {
     loop {
-        match step(meta.as_ref(), &blobs).await {
+        match step(meta.as_ref(), &blobs, &foreground).await {
             Ok(true) => {}
             Ok(false) => {
                 let _ = tokio::time::timeout(IDLE_POLL, wake.notified()).await;
@@ -93,10 +106,14 @@ pub(super) async fn run(
 }
 
 /// Indexes one batch of pending objects; false when there was none.
-async fn step(meta: &dyn MetaStore, blobs: &Arc<dyn BlobStore>) -> Result<bool, DomainError> {
+async fn step(
+    meta: &dyn MetaStore,
+    blobs: &Arc<dyn BlobStore>,
+    foreground: &Foreground,
+) -> Result<bool, DomainError> {
     let pending = meta.search_pending(PENDING_BATCH).await?;
     for object in &pending {
-        index_object(meta, blobs, &object.hash).await?;
+        index_object(meta, blobs, &object.hash, foreground).await?;
     }
     Ok(!pending.is_empty())
 }
@@ -107,6 +124,7 @@ async fn index_object(
     meta: &dyn MetaStore,
     blobs: &Arc<dyn BlobStore>,
     hash: &str,
+    foreground: &Foreground,
 ) -> Result<(), DomainError> {
     let mut batch = FrameBatch {
         hash: hash.to_owned(),
@@ -122,6 +140,7 @@ async fn index_object(
     let frames = frame_count(&reader);
     let mut text_bytes = 0;
     for idx in 0..frames {
+        foreground.give_way(GIVE_WAY).await;
         let text = match frame_text(&mut reader, idx, false).await {
             Ok(Some((_, text))) => text,
             Ok(None) => break, // binary: nothing worth indexing

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use super::DomainError;
+use super::foreground::Foreground;
 use super::reader::ObjectReader;
 use crate::storage::StorageError;
 use crate::storage::blob::BlobStore;
@@ -47,6 +48,7 @@ pub struct Search {
     meta: Arc<dyn MetaStore>,
     blobs: Arc<dyn BlobStore>,
     wake: Arc<tokio::sync::Notify>,
+    foreground: Arc<Foreground>,
 }
 
 impl Search {
@@ -56,7 +58,13 @@ impl Search {
             meta,
             blobs,
             wake: Arc::new(tokio::sync::Notify::new()),
+            foreground: Arc::default(),
         }
+    }
+
+    /// The requests in flight the indexer gives way to (the HTTP layer counts them).
+    pub fn foreground(&self) -> &Arc<Foreground> {
+        &self.foreground
     }
 
     /// Starts the background indexer; it runs until the handle is aborted.
@@ -65,6 +73,7 @@ impl Search {
             self.meta.clone(),
             self.blobs.clone(),
             self.wake.clone(),
+            self.foreground.clone(),
         ))
     }
 
