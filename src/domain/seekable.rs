@@ -5,6 +5,7 @@
 //! in a skippable frame, so a plain `zstd -d` still decodes the whole object.
 
 use std::cell::RefCell;
+use std::sync::Mutex;
 
 use zstd::stream::raw::Operation;
 
@@ -16,25 +17,39 @@ const SKIPPABLE_MAGIC: u32 = 0x184D_2A5E;
 const SEEKABLE_MAGIC: u32 = 0x8F92_EAB1;
 
 thread_local! {
-    static COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
+/// Compressors kept for reuse, with their level. Shared rather than one per
+/// thread: a level-3 context for 512 KiB frames holds ~1.5 MiB, and an
+/// upload spreads its frames over however many threads the blocking pool
+/// has started, so per-thread contexts multiplied the memory held.
+static COMPRESSORS: Mutex<Vec<(i32, zstd::bulk::Compressor<'static>)>> = Mutex::new(Vec::new());
+/// Most compressors kept (more may exist while more frames are compressed at once).
+const KEPT_COMPRESSORS: usize = 4;
+
 /// Compresses one frame with the content size and checksum recorded in it.
 pub fn compress_frame(content: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
-    COMPRESSOR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.as_ref().is_none_or(|(l, _)| *l != level) {
+    let kept = COMPRESSORS.lock().ok().and_then(|mut kept| {
+        let at = kept.iter().position(|(l, _)| *l == level)?;
+        Some(kept.swap_remove(at))
+    });
+    let (level, mut compressor) = match kept {
+        Some(kept) => kept,
+        None => {
             let mut compressor = zstd::bulk::Compressor::new(level)?;
             compressor.include_checksum(true)?;
             compressor.include_contentsize(true)?;
-            *slot = Some((level, compressor));
+            (level, compressor)
         }
-        match slot.as_mut() {
-            Some((_, compressor)) => compressor.compress(content),
-            None => Err(std::io::Error::other("zstd compressor unavailable")),
-        }
-    })
+    };
+    let compressed = compressor.compress(content)?;
+    if let Ok(mut kept) = COMPRESSORS.lock()
+        && kept.len() < KEPT_COMPRESSORS
+    {
+        kept.push((level, compressor));
+    }
+    Ok(compressed)
 }
 
 /// Decompresses one frame and checks its checksum and its expected length.

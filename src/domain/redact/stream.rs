@@ -28,7 +28,7 @@ pub const CHUNK_BYTES: usize = 256 << 10;
 /// the async worker: cheaper than a hand-off.
 const INLINE_MAX: usize = 64 << 10;
 /// Chunks being redacted at once (on top of the one being handed out).
-const IN_FLIGHT: usize = 4;
+const IN_FLIGHT: usize = 2;
 
 /// Why a redacting stream failed.
 #[derive(Debug)]
