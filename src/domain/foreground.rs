@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub struct Foreground {
     in_flight: AtomicUsize,
-    /// Milliseconds after `epoch` at which the last request ended.
-    last_end_ms: AtomicU64,
+    /// One more than the milliseconds after `epoch` at which the last
+    /// request ended; 0 while none has.
+    last_end: AtomicU64,
     epoch: Instant,
 }
 
@@ -19,7 +20,7 @@ impl Default for Foreground {
     fn default() -> Self {
         Self {
             in_flight: AtomicUsize::new(0),
-            last_end_ms: AtomicU64::new(0),
+            last_end: AtomicU64::new(0),
             epoch: Instant::now(),
         }
     }
@@ -31,8 +32,8 @@ pub struct Busy(Arc<Foreground>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        let now = self.0.now_ms();
-        self.0.last_end_ms.fetch_max(now, Ordering::Relaxed);
+        let ended = self.0.now_ms().saturating_add(1);
+        self.0.last_end.fetch_max(ended, Ordering::Relaxed);
         self.0.in_flight.fetch_sub(1, Ordering::Release);
     }
 }
@@ -62,10 +63,13 @@ impl Foreground {
 
     /// True when no request is in flight and none ended within `quiet`.
     pub fn is_quiet(&self, quiet: Duration) -> bool {
-        let since_last = self
-            .now_ms()
-            .saturating_sub(self.last_end_ms.load(Ordering::Relaxed));
-        self.in_flight() == 0 && u128::from(since_last) >= quiet.as_millis()
+        if self.in_flight() > 0 {
+            return false;
+        }
+        match self.last_end.load(Ordering::Relaxed) {
+            0 => true, // no request yet
+            ended => u128::from(self.now_ms().saturating_sub(ended - 1)) >= quiet.as_millis(),
+        }
     }
 
     /// Waits until the server is quiet (see [`GiveWay`]); returns how long it waited.
