@@ -14,10 +14,14 @@
 //! or blank (a truncated key), or after `pem_max` bytes. The whole block
 //! becomes one `[REDACTED:private_key]`.
 
+use std::sync::LazyLock;
+
 use super::Report;
 use super::patterns::{
-    Kind, LINE, PEM_BEGIN, PEM_END, PREFILTER, accept, is_pem_body_line, is_pem_run_byte,
+    Kind, LINE, PEM_BEGIN, PEM_END, PREFILTER, RegexCache, accept, is_pem_body_line,
+    is_pem_run_byte,
 };
+use regex_automata::util::captures::Captures;
 
 /// Bounds of the redactor's work and memory.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +44,10 @@ impl Default for Limits {
         }
     }
 }
+
+/// The literal start of [`PEM_BEGIN`].
+static PEM_BEGIN_LITERAL: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new("-----BEGIN "));
 
 /// Bytes kept before a window's start for the look-behind of `\b`.
 const CONTEXT: usize = 8;
@@ -64,6 +72,8 @@ pub struct Redactor {
     /// Inside a multi-line key block: the bytes it swallowed so far.
     pem: Option<usize>,
     report: Report,
+    /// The line regex's cache and captures, taken at the first search.
+    search: Option<(RegexCache, Captures)>,
 }
 
 impl Default for Redactor {
@@ -87,6 +97,7 @@ impl Redactor {
             context: 0,
             pem: None,
             report: Report::default(),
+            search: None,
         }
     }
 
@@ -215,20 +226,28 @@ impl Redactor {
         let mut written = pos;
         let mut settled = pos;
         'scan: loop {
-            let begin = PEM_BEGIN.find_at(buf, pos).filter(|m| m.start() < limit);
+            // The marker's literal first: most candidate lines have none,
+            // and a substring search is much cheaper than the regex.
+            let begin = PEM_BEGIN_LITERAL
+                .find(&buf[pos..])
+                .and_then(|_| PEM_BEGIN.find_at(buf, pos))
+                .filter(|m| m.start() < limit);
             let segment = begin.map_or(buf.len(), |m| m.start());
             let mut at = pos;
             while at < segment {
-                let Some(caps) = LINE.regex().captures_at(&buf[..segment], at) else {
+                let (cache, caps) = self
+                    .search
+                    .get_or_insert_with(|| (LINE.cache(), LINE.captures()));
+                if !LINE.captures_at(cache, &buf[..segment], at, caps) {
                     break;
-                };
-                let Some(whole) = caps.get(0) else { break };
+                }
+                let Some(whole) = caps.get_match() else { break };
                 if whole.start() >= limit {
                     break 'scan;
                 }
                 settled = settled.max(whole.end());
                 at = whole.end().max(whole.start() + 1);
-                let Some((kind, specific, span)) = LINE.which(&caps) else {
+                let Some((kind, specific, span)) = LINE.which(caps) else {
                     continue;
                 };
                 let next = buf.get(span.end).copied();
