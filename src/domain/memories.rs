@@ -12,7 +12,7 @@ use super::gc::ObjectLocks;
 use super::ids::{IdRef, MemoryId};
 use super::ingest::{self, IngestConfig};
 use super::reader::ObjectReader;
-use super::redact::{self, Redacting};
+use super::redact;
 use super::slicing::{self, Slice, SliceLimits};
 use super::summarizer::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
 use super::summary::{self, SUMMARY_CHARS, SummaryFacts};
@@ -229,9 +229,9 @@ impl Memories {
         let fields = fields.validate()?;
         // Ids are hashes of what is stored: of the redacted content.
         let scan = self.redact && redact::scans_media_type(&fields.mime);
-        let mut body = Redacting::new(body, scan);
         let mut ingested = ingest::ingest(
-            &mut body,
+            body,
+            scan,
             self.blobs.as_ref(),
             self.meta.as_ref(),
             &self.locks,
@@ -240,6 +240,7 @@ impl Memories {
         .await?;
         // Held until the metadata commit: GC must not remove the object file before.
         let object_guard = ingested.guard.take();
+        let ingested_redacted = ingested.redacted.take();
         tracing::Span::current().record("memory.id", ingested.id.as_str());
         let object = &ingested.object;
         let facts = SummaryFacts {
@@ -299,7 +300,7 @@ impl Memories {
             tokens_saved: outcome.record.tokens.saturating_sub(summary_tokens),
             record: outcome.record,
             deduplicated: !outcome.created,
-            redacted: body.enabled().then(|| body.report()),
+            redacted: ingested_redacted,
         })
     }
 

@@ -79,6 +79,7 @@ async fn stored(dir: &tempfile::TempDir, content: &[u8]) -> (Arc<Counting>, Arc<
     let body = futures::stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(content))]);
     let ingested = ingest(
         body,
+        false,
         blobs.as_ref(),
         &meta,
         &ObjectLocks::default(),

@@ -104,7 +104,9 @@ impl Hashing {
         if let Self::Thread { frames, .. } = self
             && frames.send(content).await.is_err()
         {
-            return Err(StorageError::Io(std::io::Error::other("the hashing thread stopped")).into());
+            return Err(
+                StorageError::Io(std::io::Error::other("the hashing thread stopped")).into(),
+            );
         }
         Ok(())
     }
@@ -237,13 +239,13 @@ where
     let mut sent = false;
     // The last frame sent was cut inside a line.
     let mut open_line = false;
-    let job = async |input: Bytes, open_line: bool, last: bool, hash: bool| {
+    let job = |input: Bytes, open_line: bool, last: bool, hash: bool| {
         if !redact {
-            start(input, None, last, level, hash).await
+            start(input, None, last, level, hash)
         } else if open_line {
             FrameJob::Deferred { input, last }
         } else {
-            start(input, Some(Box::default()), last, level, hash).await
+            start(input, Some(Box::default()), last, level, hash)
         }
     };
     while let Some(chunk) = body.next().await {
@@ -263,7 +265,9 @@ where
                     None
                 };
                 let input = buf.split_to(line_end.unwrap_or(frame_bytes)).freeze();
-                let frame = job(input, open_line, false, false).await;
+                // The next frame's buffer in one allocation, the rest of the line copied in.
+                buf.reserve(frame_bytes - buf.len());
+                let frame = job(input, open_line, false, false);
                 open_line = redact && line_end.is_none();
                 sent = true;
                 if jobs.send(frame).await.is_err() {
@@ -287,7 +291,7 @@ where
     // (a key block or a line may still be open).
     if !buf.is_empty() || (redact && sent) {
         // A lone frame is hashed by its worker too: one hand-off instead of two.
-        let frame = job(buf.freeze(), open_line, true, !sent).await;
+        let frame = job(buf.freeze(), open_line, true, !sent);
         let _ = jobs.send(frame).await;
     }
     Ok(None)

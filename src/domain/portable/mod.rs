@@ -428,6 +428,7 @@ impl Portable {
         }
         let ingested = ingest::ingest(
             tar.data(size),
+            false,
             self.blobs.as_ref(),
             self.meta.as_ref(),
             &self.locks,

@@ -3,18 +3,17 @@
 //! `[REDACTED:<kind>]` before content is stored or summarized.
 //!
 //! [`Redactor`] works on bytes pushed in any pieces (invalid UTF-8 passes
-//! through untouched) with bounded memory; [`Redacting`] wraps an upload
-//! stream with it; [`redact_text`] redacts text held in memory.
+//! through untouched) with bounded memory; uploads are redacted frame by
+//! frame as they are ingested (see [`crate::domain::ingest`]);
+//! [`redact_text`] redacts text held in memory.
 
 mod patterns;
 mod redactor;
-mod stream;
 
 use std::collections::BTreeMap;
 
 pub use patterns::Kind;
 pub use redactor::{Limits, Redactor};
-pub use stream::{Redacting, RedactingError};
 
 /// What a redaction replaced.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -470,41 +470,24 @@ fn a_split_through_each_secret_changes_nothing() {
     }
 }
 
-#[tokio::test]
-async fn the_stream_adapter_redacts_large_and_small_pieces_alike() {
-    use futures::StreamExt;
+#[test]
+fn ingest_redacts_large_and_small_pieces_alike() {
     let text: String = fakes(4)
         .iter()
         .map(|(_, line, _)| format!("{line}\n"))
         .collect();
-    let big = text.repeat(2000); // over the inline size: goes to the blocking pool
-    let pieces = vec![
-        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(big.clone())),
-        Ok(bytes::Bytes::from(text.clone()[..100].to_owned())),
-        Ok(bytes::Bytes::from(text.clone()[100..].to_owned())),
-    ];
-    let mut stream = Redacting::new(futures::stream::iter(pieces), true);
-    let mut out = Vec::new();
-    while let Some(piece) = stream.next().await {
-        out.extend_from_slice(&piece.unwrap());
-    }
-    let (expected, report) = redact_bytes(format!("{big}{text}").as_bytes());
-    assert_eq!(out, expected);
-    assert_eq!(stream.report(), report);
+    let big = text.repeat(2000); // many frames, worked on in the blocking pool
+    let content = format!("{big}{text}");
+    let (out, report) = redact_streamed(content.as_bytes(), &[big.len(), 100], CHUNK_BYTES);
+    let (expected, whole) = redact_bytes(content.as_bytes());
+    assert!(out == expected, "ingested content differs");
+    assert_eq!(report, whole);
     assert_eq!(report.total, 2001 * fakes(4).len() as u64);
 
-    let mut off = Redacting::new(
-        futures::stream::iter([Ok::<_, std::convert::Infallible>(bytes::Bytes::from(
-            text.clone(),
-        ))]),
-        false,
-    );
-    let mut passed = Vec::new();
-    while let Some(piece) = off.next().await {
-        passed.extend_from_slice(&piece.unwrap());
-    }
-    assert_eq!(passed, text.as_bytes());
-    assert_eq!(off.report().total, 0);
+    // Off: the content is stored as it came, and nothing is reported.
+    let ingested = ingested(text.as_bytes(), &[], CHUNK_BYTES, false);
+    assert_eq!(ingested.0, text.as_bytes());
+    assert!(ingested.1.is_none());
 }
 
 /// Throughput on log-like text: `cargo test --release --lib redact::tests::throughput -- --ignored --nocapture`.
@@ -578,10 +561,54 @@ fn throughput() {
     );
 }
 
-/// Runs `content`, cut into `pieces`, through a [`Redacting`] stream with
-/// chunks of `chunk_bytes`.
-fn redact_streamed(content: &[u8], pieces: &[usize], chunk_bytes: usize) -> (Vec<u8>, Report) {
-    use futures::StreamExt;
+/// Frames of this size (the server's default) in the tests below.
+const CHUNK_BYTES: usize = 512 << 10;
+
+/// Stores for ingesting in tests: a runtime, SQLite metadata and object
+/// files in a temporary directory (objects stay inline, in memory).
+struct Harness {
+    runtime: tokio::runtime::Runtime,
+    meta: crate::storage::meta::sqlite::SqliteMetaStore,
+    blobs: crate::storage::blob::fs::FsBlobStore,
+    _dir: tempfile::TempDir,
+}
+
+static HARNESS: std::sync::LazyLock<Harness> = std::sync::LazyLock::new(|| {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = format!("sqlite://{}", dir.path().join("meta.sqlite").display());
+    let meta = runtime
+        .block_on(crate::storage::meta::sqlite::SqliteMetaStore::open(&url))
+        .unwrap();
+    let (blobs, _) = crate::storage::blob::fs::FsBlobStore::open(
+        dir.path().join("objects"),
+        dir.path().join("tmp"),
+    )
+    .unwrap();
+    Harness {
+        runtime,
+        meta,
+        blobs,
+        _dir: dir,
+    }
+});
+
+/// Runs `content`, cut into `pieces`, through ingest with frames of
+/// `frame_bytes`; answers the stored content, read back from its frames,
+/// and what was redacted. Checks the object's hash and counts on the way.
+fn ingested(
+    content: &[u8],
+    pieces: &[usize],
+    frame_bytes: usize,
+    redact: bool,
+) -> (Vec<u8>, Option<Report>) {
+    use crate::domain::gc::ObjectLocks;
+    use crate::domain::ingest::{IngestConfig, ingest};
+    use crate::storage::meta::Layout;
     let mut parts = Vec::new();
     let mut rest = content;
     for &n in pieces {
@@ -592,32 +619,72 @@ fn redact_streamed(content: &[u8], pieces: &[usize], chunk_bytes: usize) -> (Vec
         rest = &rest[n..];
     }
     parts.push(Ok(bytes::Bytes::copy_from_slice(rest)));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
+    let config = IngestConfig {
+        frame_bytes,
+        zstd_level: 1,
+        raw_inline_max: 0,
+        inline_object_max: usize::MAX,
+        max_upload_bytes: None,
+        parallelism: 3,
+        exact_tokens_max: 0,
+    };
+    let h = &*HARNESS;
+    let ingested = h
+        .runtime
+        .block_on(ingest(
+            futures::stream::iter(parts),
+            redact,
+            &h.blobs,
+            &h.meta,
+            &ObjectLocks::default(),
+            &config,
+        ))
         .unwrap();
-    runtime.block_on(async {
-        let mut stream =
-            Redacting::with_chunk_bytes(futures::stream::iter(parts), true, chunk_bytes);
-        let mut out = Vec::new();
-        while let Some(piece) = stream.next().await {
-            let piece = piece.unwrap();
-            assert!(!piece.is_empty(), "the stream yields no empty pieces");
-            out.extend_from_slice(&piece);
+    let object = &ingested.object;
+    let data = object.data.as_deref().unwrap();
+    let out = match object.layout {
+        Layout::Raw => data.to_vec(),
+        Layout::Inline => {
+            let mut out = Vec::new();
+            for frame in &object.frames {
+                assert!(frame.content_len > 0, "no empty frame is stored");
+                let at = frame.stored_offset as usize;
+                let stored = &data[at..at + frame.stored_len as usize];
+                let content =
+                    crate::domain::seekable::decompress_frame(stored, frame.content_len as usize)
+                        .unwrap();
+                assert_eq!(frame.content_offset, out.len() as u64);
+                out.extend_from_slice(&content);
+            }
+            out
         }
-        (out, stream.report())
-    })
+        Layout::Blob => panic!("objects stay inline here"),
+    };
+    assert_eq!(object.bytes, out.len() as u64);
+    assert_eq!(
+        ingested.id.as_str(),
+        crate::domain::ids::MemoryId::of_content(&out).as_str()
+    );
+    (out, ingested.redacted)
+}
+
+/// Runs `content`, cut into `pieces`, through ingest with redaction and
+/// frames of `frame_bytes`: the stored content and what was redacted.
+fn redact_streamed(content: &[u8], pieces: &[usize], frame_bytes: usize) -> (Vec<u8>, Report) {
+    let (out, report) = ingested(content, pieces, frame_bytes, true);
+    (out, report.unwrap())
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
-    /// Chunks redacted side by side give the bytes of one redactor, also
-    /// when a chunk ends inside a key block or inside a line.
+    /// Frames redacted side by side give the bytes of one redactor, also
+    /// when a frame ends inside a key block or inside a line.
     #[test]
     fn parallel_chunks_give_the_output_of_one_redactor(
         content in corpus(),
         cuts in proptest::collection::vec(0usize..4000, 0..40),
-        chunk_bytes in prop_oneof![1usize..64, 64usize..4000, Just(super::stream::CHUNK_BYTES)],
+        chunk_bytes in prop_oneof![1usize..64, 64usize..4000, Just(CHUNK_BYTES)],
         trim in 0usize..50,
     ) {
         let content = &content[..content.len().saturating_sub(trim)];
