@@ -18,6 +18,10 @@ const SEEKABLE_MAGIC: u32 = 0x8F92_EAB1;
 
 thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    /// Room for the worst case of a frame's compression, kept per thread:
+    /// the frame gets an exact copy (text needs a quarter of the room), and
+    /// no frame-sized buffer is allocated and freed for each frame.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Compressors kept for reuse, with their level. Shared rather than one per
@@ -43,7 +47,13 @@ pub fn compress_frame(content: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
             (level, compressor)
         }
     };
-    let compressed = compressor.compress(content)?;
+    let compressed = SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        scratch.clear();
+        scratch.reserve(zstd::zstd_safe::compress_bound(content.len()));
+        compressor.compress_to_buffer(content, &mut *scratch)?;
+        Ok::<_, std::io::Error>(scratch.to_vec())
+    })?;
     if let Ok(mut kept) = COMPRESSORS.lock()
         && kept.len() < KEPT_COMPRESSORS
     {

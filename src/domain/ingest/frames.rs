@@ -87,11 +87,7 @@ pub(super) fn work(
     let compressed = if content.is_empty() {
         Vec::new()
     } else {
-        let mut compressed = seekable::compress_frame(&content, level)?;
-        // Room for the worst case was made; text takes a quarter of it. The
-        // frame may wait a while in the assembler's queue: give the rest back.
-        compressed.shrink_to_fit();
-        compressed
+        seekable::compress_frame(&content, level)?
     };
     Ok(FrameOut {
         scan: scan_frame(&content),

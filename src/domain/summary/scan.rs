@@ -63,6 +63,45 @@ static FINDERS: LazyLock<Vec<(memchr::memmem::Finder<'static>, u8)>> = LazyLock:
         .collect()
 });
 
+/// Bytes lower-cased at a time: a small buffer, where a lower-cased copy
+/// of the whole frame was a frame-sized allocation for every frame.
+const WINDOW: usize = 64 << 10;
+
+/// Bytes a window looks past its end: a word starting in it ends there.
+const OVERLAP: usize = {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < WORDS.len() {
+        if WORDS[i].0.len() > longest {
+            longest = WORDS[i].0.len();
+        }
+        i += 1;
+    }
+    longest - 1
+};
+
+/// Adds `(offset, flag)` for every occurrence of a word of [`WORDS`] in
+/// `frame`, in any case, window by window.
+fn find_words(frame: &[u8], hits: &mut Vec<(usize, u8)>) {
+    let mut lower = Vec::with_capacity(WINDOW.min(frame.len()) + OVERLAP);
+    let mut start = 0;
+    while start < frame.len() {
+        let end = (start + WINDOW).min(frame.len());
+        lower.clear();
+        lower.extend_from_slice(&frame[start..(end + OVERLAP).min(frame.len())]);
+        lower.make_ascii_lowercase();
+        for (finder, flag) in FINDERS.iter() {
+            hits.extend(
+                finder
+                    .find_iter(&lower)
+                    .filter(|&at| start + at < end) // later ones: the next window's
+                    .map(|at| (start + at, *flag)),
+            );
+        }
+        start = end;
+    }
+}
+
 /// Flags of the words found anywhere in `lower` (already lower-cased).
 fn flags_in(lower: &[u8]) -> u8 {
     FINDERS
@@ -210,11 +249,8 @@ pub struct FrameScan {
 /// Scans one frame (runs on a worker thread).
 pub fn scan_frame(frame: &[u8]) -> FrameScan {
     let newlines = memchr::memchr_iter(b'\n', frame).count() as u64;
-    let lower = frame.to_ascii_lowercase();
     let mut hits: Vec<(usize, u8)> = Vec::new();
-    for (finder, flag) in FINDERS.iter() {
-        hits.extend(finder.find_iter(&lower).map(|at| (at, *flag)));
-    }
+    find_words(frame, &mut hits);
     hits.sort_unstable();
     let first_end = memchr::memchr(b'\n', frame).unwrap_or(frame.len());
     let last_start = memchr::memrchr(b'\n', frame).map_or(0, |p| p + 1);
