@@ -14,8 +14,9 @@ use crate::stats::{MIB, Percentiles, kib_to_mib, mib_per_s, ms};
 
 /// Cairn's raw upload must be at least this many times as fast as `zstd -3 -T1`.
 const INGEST_VS_ZSTD_MIN: f64 = 1.0;
-/// Peak server RSS during the big upload, MiB.
-const PEAK_RSS_MAX_MIB: f64 = 150.0;
+/// Peak server RSS during the big upload: 150 MB as the target states it
+/// (MB = 10^6 bytes), in MiB (143.05).
+const PEAK_RSS_MAX_MIB: f64 = 150e6 / MIB as f64;
 /// Slice latency targets, ms.
 const SLICE_P50_MAX_MS: f64 = 2.0;
 const SLICE_P99_MAX_MS: f64 = 5.0;
@@ -73,8 +74,8 @@ pub fn big_upload(report: &mut Report, big: &BigUpload) {
             "Peak server VmRSS during it ({} samples, 20 ms apart)",
             big.samples
         ),
-        format!("{peak:.1} MiB"),
-        format!("< {PEAK_RSS_MAX_MIB:.0} MiB"),
+        format!("{peak:.1} MiB ({:.1} MB)", peak * MIB as f64 / 1e6),
+        format!("< 150 MB ({PEAK_RSS_MAX_MIB:.2} MiB)"),
         peak < PEAK_RSS_MAX_MIB,
     );
     let hwm = kib_to_mib(big.hwm_kib);
@@ -85,8 +86,8 @@ pub fn big_upload(report: &mut Report, big: &BigUpload) {
     };
     report.check(
         hwm_scope,
-        format!("{hwm:.1} MiB"),
-        format!("< {PEAK_RSS_MAX_MIB:.0} MiB"),
+        format!("{hwm:.1} MiB ({:.1} MB)", hwm * MIB as f64 / 1e6),
+        format!("< 150 MB ({PEAK_RSS_MAX_MIB:.2} MiB)"),
         hwm < PEAK_RSS_MAX_MIB,
     );
     report.note(format!(
