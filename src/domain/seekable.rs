@@ -30,7 +30,7 @@ thread_local! {
 /// has started, so per-thread contexts multiplied the memory held.
 static COMPRESSORS: Mutex<Vec<(i32, zstd::bulk::Compressor<'static>)>> = Mutex::new(Vec::new());
 /// Most compressors kept (more may exist while more frames are compressed at once).
-const KEPT_COMPRESSORS: usize = 4;
+const KEPT_COMPRESSORS: usize = 3;
 
 /// Compresses one frame with the content size and checksum recorded in it.
 pub fn compress_frame(content: &[u8], level: i32) -> std::io::Result<Vec<u8>> {

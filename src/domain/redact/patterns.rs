@@ -218,7 +218,7 @@ pub(super) struct Alternatives {
 }
 
 /// Caches kept per regex: one per frame redacted at once, and some spare.
-const KEPT_CACHES: usize = 8;
+const KEPT_CACHES: usize = 4;
 
 impl Alternatives {
     fn build(rules: &[&Rule], anchored: bool) -> Self {
