@@ -75,12 +75,23 @@ pub(super) fn work(
 ) -> std::io::Result<FrameOut> {
     let (content, redactor) = match redactor {
         Some(mut redactor) => {
+            let fresh = redactor.is_clean();
             let mut out = Vec::with_capacity(input.len() + 64);
             redactor.push(&input, &mut out);
             if last {
                 redactor.finish(&mut out);
             }
-            (Bytes::from(out), Some(redactor))
+            // Nothing carried in or out and nothing replaced: the output is
+            // the input. Keep the one buffer (the input is kept anyway, in
+            // case the frame must be redone) and free the copy at once.
+            let unchanged = fresh && redactor.is_clean() && redactor.report().total == 0;
+            debug_assert!(!unchanged || out == input);
+            let content = if unchanged {
+                input.clone()
+            } else {
+                Bytes::from(out)
+            };
+            (content, Some(redactor))
         }
         None => (input.clone(), None),
     };
