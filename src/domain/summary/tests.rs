@@ -522,3 +522,27 @@ proptest! {
         prop_assert!(s.chars().count() <= 800);
     }
 }
+
+#[test]
+fn words_at_the_edges_of_the_scans_windows_count_once() {
+    // A frame is scanned 64 KiB at a time: put a word 0..12 bytes before
+    // each window edge (straddling it), and compare with frames small
+    // enough never to be cut into windows.
+    let mut log: Vec<u8> = Vec::new();
+    for k in 0..12usize {
+        let start = (k + 1) * (64 << 10) - k;
+        while log.len() + 80 < start {
+            log.extend_from_slice(&[b'.'; 79]);
+            log.push(b'\n');
+        }
+        log.resize(start, b'.');
+        log.extend_from_slice(b"Traceback (most recent call last)\n");
+    }
+    let whole = summarize(&log, &facts(&log, "text/plain"), SUMMARY_CHARS);
+    assert_eq!(streamed(&log, "text/plain", 4096, SUMMARY_CHARS), whole);
+    assert_eq!(
+        streamed(&log, "text/plain", log.len(), SUMMARY_CHARS),
+        whole
+    );
+    assert!(whole.contains("12 error"), "{whole}");
+}
