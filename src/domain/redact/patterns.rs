@@ -2,11 +2,9 @@
 //! literal prefilter that lets lines without candidates through untouched,
 //! and the markers of private-key blocks.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 
 use aho_corasick::AhoCorasick;
-use std::sync::Mutex;
-
 use regex::bytes::Regex;
 use regex_automata::util::captures::Captures;
 use regex_automata::util::syntax;

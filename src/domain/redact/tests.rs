@@ -476,7 +476,7 @@ fn ingest_redacts_large_and_small_pieces_alike() {
         .iter()
         .map(|(_, line, _)| format!("{line}\n"))
         .collect();
-    let big = text.repeat(2000); // many frames, worked on in the blocking pool
+    let big = text.repeat(2000); // several frames, worked on by the frame workers
     let content = format!("{big}{text}");
     let (out, report) = redact_streamed(content.as_bytes(), &[big.len(), 100], CHUNK_BYTES);
     let (expected, whole) = redact_bytes(content.as_bytes());
