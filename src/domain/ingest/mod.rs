@@ -1,8 +1,12 @@
-//! Streaming ingest: cut the upload into frames, compress them in parallel,
-//! hash and index them in order, and store the object where it belongs.
+//! Streaming ingest: cut the upload into frames, redact and compress them
+//! in parallel on the frame workers, hash and index them in order, and
+//! store the object where it belongs.
 //!
-//! Memory stays bounded: at most `parallelism + 3` frames of content are held
-//! at once, whatever the size of the upload.
+//! Memory stays bounded whatever the size of the upload: `parallelism`
+//! frames between the reader and the assembler, one being read and one
+//! being assembled, up to five being hashed, and a megabyte of compressed
+//! frames not yet written. A frame holds its input, and its redacted
+//! content too when redaction changed it.
 
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt};
@@ -35,7 +39,8 @@ pub struct IngestConfig {
     pub inline_object_max: usize,
     /// Largest accepted upload.
     pub max_upload_bytes: Option<u64>,
-    /// Frames in flight at once (being compressed, or waiting to be written).
+    /// Frames handed on by the reader that the assembler has not taken yet
+    /// (waiting for a frame worker, being worked on, or done).
     pub parallelism: usize,
     /// Content up to this size gets an exact token count (larger: estimated).
     pub exact_tokens_max: u64,
@@ -175,8 +180,8 @@ where
         let mut report = Report::default();
         // The redactor of the frame before, when it ended inside a line or key block.
         let mut carried: Option<Box<Redactor>> = None;
+        let level = config.zstd_level;
         while let Some(job) = ready.recv().await {
-            let level = assembly_ref.config.zstd_level;
             let mut out = match job {
                 FrameJob::Deferred { input, last } => {
                     redo(input, carried.take().unwrap_or_default(), last, level).await?
