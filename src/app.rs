@@ -150,7 +150,9 @@ impl App {
             },
             interval: Duration::from_secs(config.retention_interval_secs),
         });
+        let proxy = Arc::new(proxy_of(config)?);
         let state = AppState {
+            proxy,
             cache,
             metrics,
             maintenance,
@@ -232,6 +234,31 @@ fn redacted(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
+}
+
+/// The LLM proxy's upstreams (a provider without a URL answers 404).
+fn proxy_of(config: &Config) -> anyhow::Result<http::proxy::Proxy> {
+    let upstream = |url: &Option<String>, key: &Option<crate::config::Secret>| {
+        url.as_ref()
+            .filter(|u| !u.is_empty())
+            .map(|u| http::proxy::Upstream {
+                base_url: u.clone(),
+                key: key.clone().filter(|k| !k.expose().is_empty()),
+            })
+    };
+    http::proxy::Proxy::new(
+        upstream(&config.upstream_openai_url, &config.upstream_openai_key),
+        upstream(
+            &config.upstream_anthropic_url,
+            &config.upstream_anthropic_key,
+        ),
+        crate::domain::proxying::rewrite::RewriteSettings {
+            offload_chars: config.proxy_offload_chars,
+            preserve_prefix: config.proxy_preserve_prefix,
+        },
+        config.proxy_max_rounds,
+        Duration::from_secs(config.proxy_timeout_secs),
+    )
 }
 
 /// The shared hot cache, when `CAIRN_REDIS_URL` is set.

@@ -186,6 +186,34 @@ pub struct Config {
     /// object records).
     #[arg(long, env = "CAIRN_REDIS_PREFIX", default_value = "cairn")]
     pub redis_prefix: String,
+    /// OpenAI-compatible upstream of the proxy routes (`/v1/chat/completions`,
+    /// `/v1/responses`, `/v1/models`), e.g. `https://api.openai.com/v1`; unset: those routes answer 404.
+    #[arg(long, env = "CAIRN_UPSTREAM_OPENAI_URL")]
+    pub upstream_openai_url: Option<String>,
+    /// Anthropic upstream of the proxy routes (`/v1/messages`,
+    /// `/v1/messages/count_tokens`), e.g. `https://api.anthropic.com`; unset: those routes answer 404.
+    #[arg(long, env = "CAIRN_UPSTREAM_ANTHROPIC_URL")]
+    pub upstream_anthropic_url: Option<String>,
+    /// Provider key Cairn adds to OpenAI upstream requests (sidecar-held; callers then
+    /// authenticate with their Cairn key). Never logged.
+    #[arg(long, env = "CAIRN_UPSTREAM_OPENAI_KEY", hide_env_values = true)]
+    pub upstream_openai_key: Option<Secret>,
+    /// Provider key Cairn adds to Anthropic upstream requests (sidecar-held). Never logged.
+    #[arg(long, env = "CAIRN_UPSTREAM_ANTHROPIC_KEY", hide_env_values = true)]
+    pub upstream_anthropic_key: Option<Secret>,
+    /// Proxy: tool results and user texts longer than this (characters) are offloaded.
+    #[arg(long, env = "CAIRN_PROXY_OFFLOAD_CHARS", default_value_t = 6000)]
+    pub proxy_offload_chars: usize,
+    /// Proxy: leading messages the governor's compression never edits (besides
+    /// everything up to the last Anthropic `cache_control`).
+    #[arg(long, env = "CAIRN_PROXY_PRESERVE_PREFIX", default_value_t = 0)]
+    pub proxy_preserve_prefix: usize,
+    /// Proxy: upstream rounds Cairn resolves its own tool calls in before it returns the last answer.
+    #[arg(long, env = "CAIRN_PROXY_MAX_ROUNDS", default_value_t = 8)]
+    pub proxy_max_rounds: usize,
+    /// Proxy: seconds an upstream call may take before the client gets a 504.
+    #[arg(long, env = "CAIRN_PROXY_TIMEOUT_SECS", default_value_t = 600)]
+    pub proxy_timeout_secs: u64,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -226,6 +254,23 @@ impl Config {
         if self.redis_ttl_secs == 0 || self.redis_timeout_ms == 0 {
             return Err("the Redis TTL and timeout must be at least 1".into());
         }
+        for (name, url) in [
+            ("CAIRN_UPSTREAM_OPENAI_URL", &self.upstream_openai_url),
+            ("CAIRN_UPSTREAM_ANTHROPIC_URL", &self.upstream_anthropic_url),
+        ] {
+            if url
+                .as_deref()
+                .is_some_and(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+            {
+                return Err(format!("{name} must start with http:// or https://"));
+            }
+        }
+        if self.proxy_offload_chars == 0
+            || self.proxy_max_rounds == 0
+            || self.proxy_timeout_secs == 0
+        {
+            return Err("proxy offload chars, max rounds and timeout must be at least 1".into());
+        }
         if self.max_slice_bytes < 16 {
             return Err("max slice bytes must be at least 16".into());
         }
@@ -264,5 +309,29 @@ impl Config {
         self.database_url
             .clone()
             .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("meta.sqlite").display()))
+    }
+}
+
+/// A secret setting (a provider key) whose `Debug` never shows it.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(Self(text.to_owned()))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
     }
 }

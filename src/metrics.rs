@@ -5,6 +5,10 @@
 //! `OTHER`), models onto the pricing table's entries, routes onto their
 //! templates. Ids and namespaces never appear.
 
+mod proxy;
+
+pub use proxy::ProxyMetrics;
+
 use prometheus::{
     CounterVec, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -84,6 +88,8 @@ pub struct Metrics {
     pub store_content_bytes: IntGauge,
     /// Context sizes seen by the governor and compress, in tokens, by source.
     pub context_tokens: HistogramVec,
+    /// The LLM proxy's metrics.
+    pub proxy: ProxyMetrics,
     /// Token-count cache totals already reported (the cache is process-wide).
     token_cache_seen: std::sync::Mutex<(u64, u64)>,
 }
@@ -233,6 +239,7 @@ impl Metrics {
                 TOKEN_BUCKETS,
                 &["source"],
             )?,
+            proxy: ProxyMetrics::register(&registry)?,
             token_cache_seen: std::sync::Mutex::new((0, 0)),
             registry,
         })

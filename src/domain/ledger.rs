@@ -40,6 +40,9 @@ pub enum SavingSource {
     Put,
     /// `POST /v1/compress` (or the governor applying it) offloaded or folded messages.
     Compress,
+    /// The LLM proxy offloaded tool results and big texts of a request (net of
+    /// the prompt-cache writes its rewrite caused).
+    Proxy,
 }
 
 impl SavingSource {
@@ -48,6 +51,7 @@ impl SavingSource {
         match self {
             Self::Put => "put",
             Self::Compress => "compress",
+            Self::Proxy => "proxy",
         }
     }
 
@@ -55,6 +59,7 @@ impl SavingSource {
         match self {
             Self::Put => "tokens_saved.put",
             Self::Compress => "tokens_saved.compress",
+            Self::Proxy => "tokens_saved.proxy",
         }
     }
 }
@@ -206,6 +211,10 @@ pub struct NamespaceStats {
     pub tokens_saved: BTreeMap<&'static str, u64>,
     /// Cost those tokens would have cost as input, USD.
     pub cost_saved_usd: f64,
+    /// Input tokens the provider read from its prompt cache (proxied calls).
+    pub prompt_cache_read: u64,
+    /// Input tokens the provider wrote to its prompt cache (proxied calls).
+    pub prompt_cache_write: u64,
     /// Governor decisions by tier.
     pub governor: BTreeMap<&'static str, u64>,
     /// The current UTC day.
@@ -388,6 +397,17 @@ impl Ledger {
         Ok(())
     }
 
+    /// Records the prompt-cache tokens a provider reported for a proxied call.
+    pub fn record_prompt_cache(&self, namespace: &str, read: u64, write: u64) {
+        let mut state = self.lock();
+        for (name, value) in [("prompt_cache.read", read), ("prompt_cache.write", write)] {
+            if value > 0 {
+                let value = i64::try_from(value).unwrap_or(i64::MAX);
+                state.pending.add_counter(namespace, name, value, 0.0);
+            }
+        }
+    }
+
     /// Records one governor decision (`normal`, `warn` or `pointer_only`).
     pub async fn record_governor(&self, namespace: &str, tier: &str) -> Result<(), DomainError> {
         let Some(tier) = TIERS.iter().find(|t| **t == tier) else {
@@ -555,7 +575,7 @@ impl Ledger {
             limits: self.config.budgets.limits(namespace),
             spend: self.spend_today(namespace, now),
             resets_at: budget::resets_at(now),
-            tokens_saved: [("put", 0), ("compress", 0)].into(),
+            tokens_saved: [("put", 0), ("compress", 0), ("proxy", 0)].into(),
             governor: TIERS.iter().map(|t| (*t, 0)).collect(),
             ..NamespaceStats::default()
         };
@@ -566,6 +586,8 @@ impl Ledger {
                 "puts.new" => stats.puts_new = value,
                 "bytes_put" => stats.bytes_put = value,
                 "bytes_put.new" => stats.bytes_put_new = value,
+                "prompt_cache.read" => stats.prompt_cache_read = value,
+                "prompt_cache.write" => stats.prompt_cache_write = value,
                 name => {
                     if let Some(source) = name.strip_prefix("tokens_saved.")
                         && let Some(slot) = stats.tokens_saved.get_mut(source)

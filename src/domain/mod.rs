@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod memories;
 pub mod portable;
 pub mod pricing;
+pub mod proxying;
 pub mod reader;
 pub mod redact;
 pub mod retention;

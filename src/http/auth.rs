@@ -126,6 +126,23 @@ impl Auth {
     }
 }
 
+impl Auth {
+    /// The caller of a raw key (as sent in `X-Cairn-Key` or a provider's key header).
+    pub fn key_caller(&self, key: &str) -> Result<Caller, AppError> {
+        self.authenticate(Some(&format!("Bearer {}", key.trim())))
+    }
+
+    /// The refusal of a keyless loopback server for a request only a web page
+    /// would make (foreign `Origin` or `Host`), if this is one.
+    pub fn refuse_browser(&self, headers: &axum::http::HeaderMap) -> Option<AppError> {
+        if self.loopback_only {
+            refuse_browser_request(headers)
+        } else {
+            None
+        }
+    }
+}
+
 fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
@@ -148,8 +165,8 @@ fn is_loopback_host(value: &str) -> bool {
 /// Without keys the API is open to whatever can reach it, so requests that
 /// only a web page would make are refused: a foreign `Origin` (another site
 /// driving the user's browser) and a foreign `Host` (DNS rebinding).
-fn refuse_browser_request(request: &Request) -> Option<AppError> {
-    let header = |name| request.headers().get(name).and_then(|v| v.to_str().ok());
+fn refuse_browser_request(headers: &axum::http::HeaderMap) -> Option<AppError> {
+    let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
     let foreign = |value: Option<&str>| value.is_some_and(|v| !is_loopback_host(v));
     if foreign(header(axum::http::header::ORIGIN)) || foreign(header(axum::http::header::HOST)) {
         return Some(AppError::new(
@@ -168,7 +185,7 @@ pub async fn require_caller(
     next: Next,
 ) -> Response {
     if auth.loopback_only
-        && let Some(refusal) = refuse_browser_request(&request)
+        && let Some(refusal) = refuse_browser_request(request.headers())
     {
         return refusal.into_response();
     }

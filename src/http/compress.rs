@@ -85,6 +85,7 @@ pub fn options(
         preserve_prefix: preserve_prefix.unwrap_or(0),
         leave_tools,
         leave_roles,
+        respect_cache_control: true,
     })
 }
 

@@ -64,6 +64,26 @@ impl AppError {
         self
     }
 
+    /// The answer's status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The stable error code (`invalid_id`, `budget_exceeded`, ...).
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// The sentence for humans (and models).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The extra response headers (`Retry-After`, ...), taken out of the error.
+    pub fn take_headers(&mut self) -> HeaderMap {
+        self.headers.take().map(|h| *h).unwrap_or_default()
+    }
+
     /// 400 with code `invalid_request`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)

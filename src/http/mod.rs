@@ -37,6 +37,7 @@ mod metrics;
 pub mod openapi;
 mod panic;
 mod portable;
+pub mod proxy;
 mod refs;
 mod search;
 mod slices;
@@ -77,6 +78,8 @@ pub struct AppState {
     pub maintenance: Arc<crate::domain::retention::Maintenance>,
     /// What `/metrics` exposes.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The LLM proxy's upstreams and settings.
+    pub proxy: Arc<proxy::Proxy>,
     /// The shared hot cache, when configured (for `/readyz`).
     pub cache: Option<Arc<crate::storage::cache::redis::RedisCache>>,
 }
@@ -134,6 +137,7 @@ pub fn router(state: AppState) -> Router {
     let (api, doc) = public_routes().merge(v1).split_for_parts();
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .merge(mcp)
+        .merge(proxy::routes())
         .route("/metrics", axum::routing::get(metrics::get))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -21,6 +21,8 @@ pub struct SavedView {
     pub put: u64,
     /// `POST /v1/compress` and the governor applying it.
     pub compress: u64,
+    /// By the LLM proxy's offloading, net of the prompt-cache writes its rewrites caused.
+    pub proxy: u64,
 }
 
 /// Governor decisions by tier.
@@ -97,6 +99,15 @@ pub struct PutsView {
     pub new_bytes: u64,
 }
 
+/// Prompt-cache tokens the provider reported for calls through the proxy.
+#[derive(Serialize, ToSchema)]
+pub struct PromptCacheView {
+    /// Input tokens read from the provider's prompt cache.
+    pub read_tokens: u64,
+    /// Input tokens written to it.
+    pub write_tokens: u64,
+}
+
 /// How far the full-text index is behind: content put but not yet searchable.
 /// Server-wide (objects are indexed once for every namespace).
 #[derive(Serialize, ToSchema, Default)]
@@ -135,6 +146,8 @@ pub struct StatsView {
     pub cost_saved_usd: f64,
     /// Governor decisions by tier.
     pub governor: GovernorView,
+    /// Prompt-cache tokens the provider reported for proxied calls.
+    pub prompt_cache: PromptCacheView,
     /// Provider-reported usage.
     pub usage: UsageStatsView,
     /// The daily budget and what is left of it.
@@ -175,6 +188,11 @@ impl StatsView {
                 total: s.tokens_saved.values().sum(),
                 put: saved("put"),
                 compress: saved("compress"),
+                proxy: saved("proxy"),
+            },
+            prompt_cache: PromptCacheView {
+                read_tokens: s.prompt_cache_read,
+                write_tokens: s.prompt_cache_write,
             },
             cost_saved_usd: round_usd(s.cost_saved_usd),
             governor: GovernorView {

@@ -144,6 +144,11 @@ pub struct Options {
     pub leave_tools: Vec<String>,
     /// Roles whose messages are left alone (`tool` covers tool results of both formats).
     pub leave_roles: Vec<String>,
+    /// Leave everything up to the last Anthropic `cache_control` untouched (the
+    /// default). The proxy's offload turns it off: it replaces the same content
+    /// by the same marker on every turn, so what the provider cached was already
+    /// the replaced text.
+    pub respect_cache_control: bool,
 }
 
 impl Default for Options {
@@ -155,6 +160,7 @@ impl Default for Options {
             preserve_prefix: 0,
             leave_tools: Vec::new(),
             leave_roles: Vec::new(),
+            respect_cache_control: true,
         }
     }
 }
@@ -232,7 +238,11 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     fn new(format: Format, messages: &'a [Value], options: &'a Options) -> Self {
-        let cached = format::last_cache_control(messages).map_or(0, |i| i + 1);
+        let cached = if options.respect_cache_control {
+            format::last_cache_control(messages).map_or(0, |i| i + 1)
+        } else {
+            0
+        };
         Self {
             format,
             messages,

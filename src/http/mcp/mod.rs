@@ -11,8 +11,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::AppState;
 
-mod params;
-mod tools;
+pub(crate) mod params;
+pub(crate) mod tools;
 
 /// The MCP endpoint as a tower service, ready to mount at `/mcp`.
 pub fn service(state: AppState) -> StreamableHttpService<tools::CairnTools, LocalSessionManager> {

@@ -83,7 +83,7 @@ use memory_search first to find the lines that matter."
         Parameters(args): Parameters<FetchArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let caller = caller(&parts)?;
-        Ok(answer(self.fetch(&caller, args).await))
+        Ok(answer(fetch(&self.state, &caller, args).await))
     }
 
     /// Full-text search over the caller's memories.
@@ -99,22 +99,7 @@ the matching lines with their line numbers, best first; fetch around a hit with 
         Parameters(args): Parameters<SearchArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let caller = caller(&parts)?;
-        let params = crate::http::search::SearchParams {
-            q: args.query,
-            kind: args.kind,
-            subtype: None,
-            tag: args.tag,
-            thread: args.thread,
-            checkpoint: None,
-            directory: None,
-            since: None,
-            until: None,
-            limit: args.limit,
-        };
-        let found = crate::http::search::get(State(self.state.clone()), caller, ApiQuery(params))
-            .await
-            .map(|Json(view)| view);
-        Ok(answer(found))
+        Ok(answer(search(&self.state, caller, args).await))
     }
 
     /// The caller's namespace totals.
@@ -176,57 +161,86 @@ impl CairnTools {
             tokens_saved: stored.tokens_saved,
         })
     }
+}
 
-    async fn fetch(&self, caller: &Caller, args: FetchArgs) -> Result<SliceView, AppError> {
-        let lines = args.line_start.is_some() || args.line_end.is_some();
-        let bytes = args.byte_offset.is_some() || args.byte_length.is_some();
-        if lines && bytes {
-            return Err(AppError::bad_request(
-                "give either line_start/line_end or byte_offset/byte_length, not both",
-            ));
-        }
-        let (id, selector) = match (args.memory_id, args.uri) {
-            (Some(id), None) => (IdRef::parse(&id)?, Selector::Whole),
-            (None, Some(uri)) => {
-                let uri = MemUri::parse(&uri)?;
-                (uri.id, uri.selector)
-            }
-            (Some(_), Some(_)) => {
-                return Err(AppError::bad_request("give memory_id or uri, not both"));
-            }
-            (None, None) => {
-                return Err(AppError::bad_request(
-                    "give memory_id or uri (a mem:// pointer) of the memory to read",
-                ));
-            }
-        };
-        if (lines || bytes) && !matches!(selector, Selector::Whole) {
-            return Err(AppError::bad_request(
-                "the uri already names a range; drop line_*/byte_* or pass a bare mem://<id>",
-            ));
-        }
-        let memories = &self.state.memories;
-        let ns = &caller.namespace;
-        let (slice, by_lines) = if bytes {
-            let offset = args.byte_offset.unwrap_or(0);
-            (
-                memories.bytes(ns, &id, offset, args.byte_length).await?,
-                false,
-            )
-        } else if lines {
-            (
-                memories
-                    .lines(ns, &id, args.line_start, args.line_end)
-                    .await?,
-                true,
-            )
-        } else {
-            let by_lines = !matches!(selector, Selector::Bytes { .. });
-            let uri = MemUri { id, selector };
-            (memories.fetch(ns, &uri).await?, by_lines)
-        };
-        Ok(SliceView::new(slice, by_lines))
+/// `memory_fetch`: a line or byte range of a memory, by id or pointer (also
+/// the LLM proxy's own `memory_fetch` tool).
+pub(crate) async fn fetch(
+    state: &AppState,
+    caller: &Caller,
+    args: FetchArgs,
+) -> Result<SliceView, AppError> {
+    let lines = args.line_start.is_some() || args.line_end.is_some();
+    let bytes = args.byte_offset.is_some() || args.byte_length.is_some();
+    if lines && bytes {
+        return Err(AppError::bad_request(
+            "give either line_start/line_end or byte_offset/byte_length, not both",
+        ));
     }
+    let (id, selector) = match (args.memory_id, args.uri) {
+        (Some(id), None) => (IdRef::parse(&id)?, Selector::Whole),
+        (None, Some(uri)) => {
+            let uri = MemUri::parse(&uri)?;
+            (uri.id, uri.selector)
+        }
+        (Some(_), Some(_)) => {
+            return Err(AppError::bad_request("give memory_id or uri, not both"));
+        }
+        (None, None) => {
+            return Err(AppError::bad_request(
+                "give memory_id or uri (a mem:// pointer) of the memory to read",
+            ));
+        }
+    };
+    if (lines || bytes) && !matches!(selector, Selector::Whole) {
+        return Err(AppError::bad_request(
+            "the uri already names a range; drop line_*/byte_* or pass a bare mem://<id>",
+        ));
+    }
+    let memories = &state.memories;
+    let ns = &caller.namespace;
+    let (slice, by_lines) = if bytes {
+        let offset = args.byte_offset.unwrap_or(0);
+        (
+            memories.bytes(ns, &id, offset, args.byte_length).await?,
+            false,
+        )
+    } else if lines {
+        (
+            memories
+                .lines(ns, &id, args.line_start, args.line_end)
+                .await?,
+            true,
+        )
+    } else {
+        let by_lines = !matches!(selector, Selector::Bytes { .. });
+        let uri = MemUri { id, selector };
+        (memories.fetch(ns, &uri).await?, by_lines)
+    };
+    Ok(SliceView::new(slice, by_lines))
+}
+
+/// `memory_search`: full-text search in the caller's namespace (also the LLM proxy's tool).
+pub(crate) async fn search(
+    state: &AppState,
+    caller: Caller,
+    args: SearchArgs,
+) -> Result<crate::http::search::SearchView, AppError> {
+    let params = crate::http::search::SearchParams {
+        q: args.query,
+        kind: args.kind,
+        subtype: None,
+        tag: args.tag,
+        thread: args.thread,
+        checkpoint: None,
+        directory: None,
+        since: None,
+        until: None,
+        limit: args.limit,
+    };
+    crate::http::search::get(State(state.clone()), caller, ApiQuery(params))
+        .await
+        .map(|Json(view)| view)
 }
 
 /// The caller that the authentication layer put into the HTTP request.

@@ -1,0 +1,298 @@
+//! Offload and govern one provider request, deterministically: the same
+//! history always becomes the same bytes, so a growing conversation keeps a
+//! byte-stable prefix and the provider's prompt cache keeps hitting.
+//!
+//! 1. *Offload*: every text over the threshold — tool results in every
+//!    content shape, big user (and assistant) texts — is stored and replaced
+//!    by the `pointer` strategy's marker and summary. The replacement depends
+//!    only on the content, so it is made everywhere, inside the cached prefix
+//!    too: what the provider cached was the replaced text already.
+//! 2. *Govern*: the tier of the offloaded request (calibrated counts) decides
+//!    whether smaller texts go as well (`warn`: over 6,000 characters,
+//!    `pointer_only`: over 1,000), never inside the cached prefix (up to the
+//!    last `cache_control`, and the first `preserve_prefix` messages). The tier
+//!    only rises while a conversation grows, so an earlier message changes at
+//!    most at a tier change, never from one turn to the next.
+//!    (The governor's observation masking is not used here: keeping "the last
+//!    K results" moves its edge every turn and would rewrite an earlier
+//!    message each time.)
+
+use serde_json::Value;
+
+use super::Endpoint;
+use super::responses_items;
+use crate::domain::DomainError;
+use crate::domain::compress::format::{self, Format};
+use crate::domain::compress::{Compressor, Input, Options, Outcome, Policy, Strategy, pairs};
+use crate::domain::governor::{
+    GovernorConfig, POINTER_ONLY_THRESHOLD_CHARS, Tier, WARN_THRESHOLD_CHARS,
+};
+use crate::domain::ledger::Ledger;
+use crate::domain::tokens::Counter;
+
+/// How the proxy rewrites requests.
+#[derive(Clone, Debug)]
+pub struct RewriteSettings {
+    /// Texts longer than this many characters are offloaded.
+    pub offload_chars: usize,
+    /// Leading messages the governor's compression never edits.
+    pub preserve_prefix: usize,
+}
+
+/// What rewriting a request did.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Tokens of the request as the client sent it (calibrated).
+    pub tokens_before: u64,
+    /// Tokens of the request as it goes upstream (calibrated).
+    pub tokens_after: u64,
+    /// How tokens were counted.
+    pub method: String,
+    /// Texts replaced by markers.
+    pub offloaded: usize,
+    /// The governor's tier of the offloaded request.
+    pub tier: Tier,
+    /// True when the tier's compression edited something (it may move the
+    /// cached prefix: cache writes of that call count against the saving).
+    pub governed: bool,
+    /// The counter of the request's model (for later rounds' estimates).
+    pub counter: Counter,
+    /// Why the request went upstream unchanged, if it did.
+    pub skipped: Option<String>,
+}
+
+impl Report {
+    /// Tokens kept out of the request.
+    pub fn saved(&self) -> u64 {
+        self.tokens_before.saturating_sub(self.tokens_after)
+    }
+
+    fn unchanged(why: String, model: Option<&str>) -> Self {
+        Self {
+            tokens_before: 0,
+            tokens_after: 0,
+            method: String::new(),
+            offloaded: 0,
+            tier: Tier::Normal,
+            governed: false,
+            counter: Counter::for_model(model),
+            skipped: Some(why),
+        }
+    }
+}
+
+/// The domain services a rewrite uses.
+pub struct Rewriter<'a> {
+    /// Compression (stores what it takes out).
+    pub compressor: &'a Compressor,
+    /// Calibration and governor counters.
+    pub ledger: &'a Ledger,
+    /// Governor limits.
+    pub governor: &'a GovernorConfig,
+    /// Thresholds.
+    pub settings: &'a RewriteSettings,
+}
+
+/// A request's message list, taken out of its body.
+struct Conversation {
+    format: Format,
+    messages: Vec<Value>,
+    system: Option<Value>,
+    /// For the Responses API: the mapping back to `input` items.
+    items: Option<responses_items::Mapped>,
+}
+
+impl Rewriter<'_> {
+    /// Offloads and governs `body` in place. A message list Cairn cannot read
+    /// (a shape it does not know, broken tool pairs) goes upstream as it came,
+    /// and the report says why: the provider is the judge of its own API.
+    pub async fn rewrite(
+        &self,
+        namespace: &str,
+        endpoint: Endpoint,
+        body: &mut Value,
+        thread: Option<String>,
+    ) -> Result<Report, DomainError> {
+        let model = body["model"].as_str().map(str::to_owned);
+        let conversation = match take(endpoint, body) {
+            Ok(Some(conversation)) => conversation,
+            Ok(None) => {
+                return Ok(Report::unchanged("no messages".into(), model.as_deref()));
+            }
+            Err(e) => return Ok(Report::unchanged(e.to_string(), model.as_deref())),
+        };
+        let Conversation {
+            format,
+            messages,
+            system,
+            items,
+        } = conversation;
+        let input = Input {
+            messages,
+            system,
+            format: Some(format.name().to_owned()),
+            model: model.clone(),
+            thread: thread.clone(),
+        };
+        let offload = Options {
+            threshold_chars: self.settings.offload_chars,
+            keep_recent: Some(0),
+            respect_cache_control: false,
+            ..Options::default()
+        };
+        let first = self.compress(namespace, input, offload).await?;
+        let m = model.as_deref();
+        let before = self
+            .ledger
+            .calibrate(namespace, m, first.counter, first.tokens_before)
+            .await;
+        let offloaded = self
+            .ledger
+            .calibrate(namespace, m, first.counter, first.tokens_after)
+            .await;
+        let tier = Tier::of(offloaded.tokens, self.governor.limits(namespace, m).0);
+        self.ledger.record_governor(namespace, tier.name()).await?;
+        let threshold = match tier {
+            Tier::Normal => usize::MAX,
+            Tier::Warn => WARN_THRESHOLD_CHARS,
+            Tier::PointerOnly => POINTER_ONLY_THRESHOLD_CHARS,
+        };
+        let mut offloaded_count = first.offloaded.len();
+        let mut outcome = first;
+        let mut governed = false;
+        if threshold < self.settings.offload_chars {
+            let input = Input {
+                messages: outcome.messages,
+                system: outcome.system,
+                format: Some(format.name().to_owned()),
+                model: model.clone(),
+                thread,
+            };
+            let govern = Options {
+                threshold_chars: threshold,
+                keep_recent: Some(0),
+                preserve_prefix: self.settings.preserve_prefix,
+                ..Options::default()
+            };
+            outcome = self.compress(namespace, input, govern).await?;
+            governed = !outcome.offloaded.is_empty();
+            offloaded_count += outcome.offloaded.len();
+        }
+        let after = self
+            .ledger
+            .calibrate(namespace, m, outcome.counter, outcome.tokens_after)
+            .await;
+        let report = Report {
+            tokens_before: before.tokens,
+            tokens_after: after.tokens,
+            method: before.method,
+            offloaded: offloaded_count,
+            tier,
+            governed,
+            counter: outcome.counter,
+            skipped: None,
+        };
+        put_back(endpoint, body, outcome.messages, outcome.system, items);
+        Ok(report)
+    }
+
+    async fn compress(
+        &self,
+        namespace: &str,
+        input: Input,
+        options: Options,
+    ) -> Result<Outcome, DomainError> {
+        self.compressor
+            .compress(
+                namespace,
+                input,
+                Policy::Strategy(Strategy::Pointer),
+                options,
+                false,
+            )
+            .await
+    }
+}
+
+/// Takes the message list out of `body`, checked as compress checks it (so
+/// compressing cannot fail on its shape); `None` when there is none.
+fn take(endpoint: Endpoint, body: &mut Value) -> Result<Option<Conversation>, DomainError> {
+    let conversation = match endpoint {
+        Endpoint::Chat => {
+            let Some(Value::Array(messages)) = body.get("messages") else {
+                return Ok(None);
+            };
+            check(Format::OpenAi, messages, None)?;
+            Conversation {
+                format: Format::OpenAi,
+                messages: take_array(body, "messages"),
+                system: None,
+                items: None,
+            }
+        }
+        Endpoint::Messages => {
+            let Some(Value::Array(messages)) = body.get("messages") else {
+                return Ok(None);
+            };
+            check(Format::Anthropic, messages, body.get("system"))?;
+            Conversation {
+                format: Format::Anthropic,
+                messages: take_array(body, "messages"),
+                system: body.get_mut("system").map(Value::take),
+                items: None,
+            }
+        }
+        Endpoint::Responses => {
+            let Some(Value::Array(items)) = body.get("input") else {
+                return Ok(None);
+            };
+            let mut mapped = responses_items::map(items);
+            if let Some(instructions) = body["instructions"].as_str() {
+                mapped.prepend_system(instructions);
+            }
+            check(Format::OpenAi, &mapped.messages, None)?;
+            Conversation {
+                format: Format::OpenAi,
+                messages: std::mem::take(&mut mapped.messages),
+                system: None,
+                items: Some(mapped),
+            }
+        }
+    };
+    Ok(Some(conversation))
+}
+
+fn check(format: Format, messages: &[Value], system: Option<&Value>) -> Result<(), DomainError> {
+    format::validate(format, messages, system)?;
+    pairs::check(format, messages, false)
+}
+
+fn take_array(body: &mut Value, key: &str) -> Vec<Value> {
+    match body.get_mut(key).map(Value::take) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    }
+}
+
+/// Puts the rewritten list back where [`take`] found it.
+fn put_back(
+    endpoint: Endpoint,
+    body: &mut Value,
+    messages: Vec<Value>,
+    system: Option<Value>,
+    items: Option<responses_items::Mapped>,
+) {
+    match (endpoint, items) {
+        (Endpoint::Responses, Some(mapped)) => {
+            if let Some(Value::Array(input)) = body.get_mut("input") {
+                mapped.write_back(&messages, input);
+            }
+        }
+        _ => {
+            body["messages"] = Value::Array(messages);
+            if let Some(system) = system {
+                body["system"] = system;
+            }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The LLM proxy: OpenAI- and Anthropic-compatible endpoints on Cairn's own
+//! port. A client points its base URL here (`OPENAI_BASE_URL=http://cairn:8077/v1`,
+//! `ANTHROPIC_BASE_URL=http://cairn:8077`) and changes nothing else: each
+//! request is offloaded and governed ([`crate::domain::proxying`]), Cairn's
+//! retrieval tools are added when it carries a pointer, the upstream is
+//! called, calls to Cairn's own tools are answered here and the conversation
+//! continued (bounded rounds), and the client gets the provider's own answer
+//! shape — JSON or SSE — with `x-cairn-*` headers saying what was done.
+
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde_json::Value;
+
+use crate::domain::proxying::rewrite::{Report, RewriteSettings, Rewriter};
+use crate::domain::proxying::{Endpoint, Provider};
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::AppError;
+
+mod answer;
+mod auth;
+mod endpoint;
+mod sse;
+mod stream;
+mod tools;
+mod upstream;
+
+pub use upstream::Upstream;
+
+/// The proxy's settings and the HTTP client it calls upstreams with.
+pub struct Proxy {
+    openai: Option<Upstream>,
+    anthropic: Option<Upstream>,
+    rewrite: RewriteSettings,
+    max_rounds: usize,
+    timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl Proxy {
+    /// A proxy to these upstreams (a provider without one answers 404).
+    pub fn new(
+        openai: Option<Upstream>,
+        anthropic: Option<Upstream>,
+        rewrite: RewriteSettings,
+        max_rounds: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()?;
+        Ok(Self {
+            openai,
+            anthropic,
+            rewrite,
+            max_rounds: max_rounds.max(1),
+            timeout,
+            client,
+        })
+    }
+
+    fn upstream(&self, provider: Provider) -> Option<&Upstream> {
+        match provider {
+            Provider::OpenAi => self.openai.as_ref(),
+            Provider::Anthropic => self.anthropic.as_ref(),
+        }
+    }
+}
+
+/// The proxy's routes (outside the OpenAPI document: their contract is the providers').
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/responses", post(responses))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/models", get(models))
+        .route("/v1/models/{*model}", get(models))
+}
+
+async fn chat_completions(
+    State(s): State<AppState>,
+    uri: Uri,
+    h: HeaderMap,
+    body: Body,
+) -> Response {
+    proxied(s, Endpoint::Chat, uri, h, body).await
+}
+
+async fn responses(State(s): State<AppState>, uri: Uri, h: HeaderMap, body: Body) -> Response {
+    proxied(s, Endpoint::Responses, uri, h, body).await
+}
+
+async fn messages(State(s): State<AppState>, uri: Uri, h: HeaderMap, body: Body) -> Response {
+    proxied(s, Endpoint::Messages, uri, h, body).await
+}
+
+async fn count_tokens(State(s): State<AppState>, uri: Uri, h: HeaderMap, body: Body) -> Response {
+    passed_through(s, Provider::Anthropic, Method::POST, uri, h, body).await
+}
+
+async fn models(State(s): State<AppState>, uri: Uri, h: HeaderMap, body: Body) -> Response {
+    passed_through(s, Provider::OpenAi, Method::GET, uri, h, body).await
+}
+
+/// One exchange: a client request and the upstream rounds that answer it.
+pub(super) struct Exchange {
+    state: AppState,
+    endpoint: Endpoint,
+    caller: Caller,
+    url: String,
+    headers: HeaderMap,
+    report: Report,
+    /// Cairn's tools added to this request (the calls Cairn answers).
+    ours: Vec<&'static str>,
+    model: String,
+    started: Instant,
+}
+
+impl Exchange {
+    fn proxy(&self) -> &Proxy {
+        &self.state.proxy
+    }
+
+    /// The `x-cairn-*` headers of the answer.
+    fn cairn_headers(&self, rounds: usize) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let r = &self.report;
+        let mut set = |name: &'static str, value: String| {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        };
+        set("x-cairn-tokens-before", r.tokens_before.to_string());
+        set("x-cairn-tokens-after", r.tokens_after.to_string());
+        set("x-cairn-offloaded", r.offloaded.to_string());
+        set("x-cairn-tier", r.tier.name().to_owned());
+        set("x-cairn-rounds", rounds.to_string());
+        if !r.method.is_empty() {
+            set("x-cairn-token-method", r.method.clone());
+        }
+        if let Some(why) = &r.skipped {
+            let why: String = why
+                .chars()
+                .filter(|c| c.is_ascii() && !c.is_ascii_control())
+                .take(200)
+                .collect();
+            set("x-cairn-skipped", why);
+        }
+        headers
+    }
+
+    /// Records the time Cairn spent besides waiting for the upstream.
+    fn record_latency(&self, upstream_wait: Duration) {
+        let own = self.started.elapsed().saturating_sub(upstream_wait);
+        self.state
+            .metrics
+            .proxy
+            .added_latency
+            .with_label_values(&[self.endpoint.provider().name()])
+            .observe(own.as_secs_f64());
+    }
+}
+
+/// A rewritten endpoint: authenticate, read, check the budget, rewrite, add
+/// tools, then answer (JSON or a stream).
+async fn proxied(
+    state: AppState,
+    endpoint: Endpoint,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let provider = endpoint.provider();
+    let response = match exchange(&state, endpoint, &uri, headers, body).await {
+        Ok(response) => response,
+        Err(err) => endpoint::app_error(provider, err),
+    };
+    count(&state, provider, endpoint.name(), response.status());
+    response
+}
+
+async fn exchange(
+    state: &AppState,
+    endpoint: Endpoint,
+    uri: &Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, AppError> {
+    let started = Instant::now();
+    let provider = endpoint.provider();
+    let upstream = state
+        .proxy
+        .upstream(provider)
+        .ok_or_else(|| not_enabled(provider))?;
+    let caller = auth::caller(&state.auth, provider, upstream, &headers)?;
+    let mut body = read_json(body, state.config.max_json_bytes).await?;
+    state.ledger.check_budget(&caller.namespace).await?;
+    let thread = headers
+        .get("x-cairn-thread")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let rewriter = Rewriter {
+        compressor: &state.compressor,
+        ledger: &state.ledger,
+        governor: &state.governor,
+        settings: &state.proxy.rewrite,
+    };
+    let report = rewriter
+        .rewrite(&caller.namespace, endpoint, &mut body, thread)
+        .await?;
+    let mut bytes = serde_json::to_vec(&body).map_err(|e| AppError::bad_request(e.to_string()))?;
+    let ours = if tools::has_pointer(&bytes) {
+        let added = tools::add(endpoint, &mut body);
+        if !added.is_empty() {
+            bytes = serde_json::to_vec(&body).map_err(|e| AppError::bad_request(e.to_string()))?;
+        }
+        added
+    } else {
+        Vec::new()
+    };
+    let exchange = Exchange {
+        state: state.clone(),
+        endpoint,
+        url: upstream.url(endpoint.upstream_path(), uri.query()),
+        headers: upstream::request_headers(&headers, provider, upstream),
+        model: body["model"].as_str().unwrap_or_default().to_owned(),
+        caller,
+        report,
+        ours,
+        started,
+    };
+    if body["stream"] == Value::Bool(true) {
+        stream::run(exchange, body, bytes).await
+    } else {
+        answer::run(&exchange, body, bytes).await
+    }
+}
+
+/// A route passed through as it is (`/v1/models`, `count_tokens`).
+async fn passed_through(
+    state: AppState,
+    provider: Provider,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let name = if provider == Provider::OpenAi {
+        "models"
+    } else {
+        "count_tokens"
+    };
+    let result = async {
+        let upstream = state
+            .proxy
+            .upstream(provider)
+            .ok_or_else(|| not_enabled(provider))?;
+        auth::caller(&state.auth, provider, upstream, &headers)?;
+        let body = axum::body::to_bytes(body, state.config.max_json_bytes)
+            .await
+            .map_err(|_| too_large(state.config.max_json_bytes))?;
+        let path = match provider {
+            // The OpenAI base URL ends in /v1 already.
+            Provider::OpenAi => uri.path().trim_start_matches("/v1"),
+            Provider::Anthropic => uri.path(),
+        };
+        let url = upstream.url(path, uri.query());
+        let answer = upstream::forward(
+            &state.proxy.client,
+            method,
+            &url,
+            upstream::request_headers(&headers, provider, upstream),
+            body.to_vec(),
+            state.proxy.timeout,
+        )
+        .await?;
+        let status = answer.status();
+        let headers = upstream::response_headers(answer.headers());
+        let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+        *response.status_mut() = status;
+        *response.headers_mut() = headers;
+        Ok::<_, AppError>(response)
+    }
+    .await;
+    let response = result.unwrap_or_else(|err| endpoint::app_error(provider, err));
+    count(&state, provider, name, response.status());
+    response
+}
+
+fn count(state: &AppState, provider: Provider, endpoint: &str, status: StatusCode) {
+    state
+        .metrics
+        .proxy
+        .requests
+        .with_label_values(&[provider.name(), endpoint, status.as_str()])
+        .inc();
+}
+
+/// The body as a JSON object (bounded by `CAIRN_MAX_JSON_BYTES`).
+async fn read_json(body: Body, limit: usize) -> Result<Value, AppError> {
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| too_large(limit))?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| AppError::bad_request(format!("the body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(AppError::bad_request("the body must be a JSON object"));
+    }
+    Ok(value)
+}
+
+fn too_large(limit: usize) -> AppError {
+    AppError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!("the body is larger than {limit} bytes (CAIRN_MAX_JSON_BYTES)"),
+    )
+}
+
+fn not_enabled(provider: Provider) -> AppError {
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        "proxy_not_enabled",
+        format!(
+            "the {} proxy is not enabled: set {} to the upstream's base URL",
+            provider.name(),
+            provider.url_variable()
+        ),
+    )
+}

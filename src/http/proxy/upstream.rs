@@ -1,0 +1,207 @@
+//! Calling the upstream provider: its URL, the headers that go (everything
+//! the client sent but hop-by-hop headers, Cairn's own and, with a
+//! sidecar-held key, the client's key), and failures as 502/504.
+
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+
+use crate::config::Secret;
+use crate::domain::proxying::Provider;
+use crate::http::error::AppError;
+
+/// An upstream provider: its base URL and, when the sidecar holds it, its key.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    /// Base URL (`https://api.openai.com/v1`, `https://api.anthropic.com`).
+    pub base_url: String,
+    /// The provider key Cairn sends (sidecar-held), if any.
+    pub key: Option<Secret>,
+}
+
+impl Upstream {
+    /// The URL of `path` (with the client's query string, if any).
+    pub fn url(&self, path: &str, query: Option<&str>) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        match query {
+            Some(q) if !q.is_empty() => format!("{base}{path}?{q}"),
+            _ => format!("{base}{path}"),
+        }
+    }
+}
+
+/// Headers never forwarded in either direction (RFC 9110 hop-by-hop, and
+/// lengths and encodings the proxy sets itself).
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+    "accept-encoding",
+    "content-encoding",
+];
+
+/// The client's headers as they go upstream.
+pub fn request_headers(incoming: &HeaderMap, provider: Provider, upstream: &Upstream) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(incoming.len());
+    for (name, value) in incoming {
+        let n = name.as_str();
+        if HOP_BY_HOP.contains(&n) || n.starts_with("x-cairn-") {
+            continue;
+        }
+        if upstream.key.is_some() && matches!(n, "authorization" | "x-api-key" | "api-key") {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    if let Some(key) = &upstream.key
+        && let Some((name, value)) = key_header(provider, key)
+    {
+        out.insert(name, value);
+    }
+    out
+}
+
+fn key_header(provider: Provider, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
+    let (name, value) = match provider {
+        Provider::OpenAi => (
+            HeaderName::from_static("authorization"),
+            format!("Bearer {}", key.expose()),
+        ),
+        Provider::Anthropic => (
+            HeaderName::from_static("x-api-key"),
+            key.expose().to_owned(),
+        ),
+    };
+    let mut value = HeaderValue::from_str(&value).ok()?;
+    value.set_sensitive(true);
+    Some((name, value))
+}
+
+/// The upstream's answer headers as they go to the client.
+pub fn response_headers(upstream: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(upstream.len());
+    for (name, value) in upstream {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// Sends one request upstream and waits for the answer's head.
+pub async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> Result<reqwest::Response, AppError> {
+    let request = client.post(url).headers(headers).body(body).send();
+    match tokio::time::timeout(timeout, request).await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(e)) => Err(failure(&e)),
+        Err(_) => Err(timed_out(timeout)),
+    }
+}
+
+/// Forwards a request with no body rewriting (`GET /v1/models`, ...).
+pub async fn forward(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> Result<reqwest::Response, AppError> {
+    let request = client
+        .request(method, url)
+        .headers(headers)
+        .body(body)
+        .send();
+    match tokio::time::timeout(timeout, request).await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(e)) => Err(failure(&e)),
+        Err(_) => Err(timed_out(timeout)),
+    }
+}
+
+/// An upstream failure as the client sees it: 504 for a timeout, else 502.
+pub fn failure(err: &reqwest::Error) -> AppError {
+    if err.is_timeout() {
+        return AppError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "upstream_timeout",
+            "the upstream provider did not answer in time",
+        );
+    }
+    // The error's own text names the URL (never a key) and the cause.
+    let cause = std::error::Error::source(err).map_or_else(|| err.to_string(), ToString::to_string);
+    tracing::warn!(error = %cause, "upstream unreachable");
+    AppError::new(
+        StatusCode::BAD_GATEWAY,
+        "upstream_unreachable",
+        format!("the upstream provider could not be reached: {cause}"),
+    )
+}
+
+/// The 504 of a call that outlived its deadline.
+pub fn timed_out(timeout: Duration) -> AppError {
+    AppError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "upstream_timeout",
+        format!(
+            "the upstream provider did not answer within {} s (CAIRN_PROXY_TIMEOUT_SECS)",
+            timeout.as_secs()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sidecar_keys_replace_the_callers_and_cairn_headers_stay_home() {
+        let mut incoming = HeaderMap::new();
+        incoming.insert(
+            "authorization",
+            HeaderValue::from_static("Bearer cairn-key-123"),
+        );
+        incoming.insert("x-cairn-key", HeaderValue::from_static("cairn-key-123"));
+        incoming.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        incoming.insert("content-length", HeaderValue::from_static("10"));
+        let sidecar = Upstream {
+            base_url: "http://up/".into(),
+            key: Some(
+                "sk-ant-real"
+                    .parse()
+                    .unwrap_or_else(|e: std::convert::Infallible| match e {}),
+            ),
+        };
+        let out = request_headers(&incoming, Provider::Anthropic, &sidecar);
+        assert_eq!(out["x-api-key"], "sk-ant-real");
+        assert!(out.get("authorization").is_none());
+        assert!(out.get("x-cairn-key").is_none());
+        assert!(out.get("content-length").is_none());
+        assert_eq!(out["anthropic-version"], "2023-06-01");
+        let passing = Upstream {
+            base_url: "http://up".into(),
+            key: None,
+        };
+        let out = request_headers(&incoming, Provider::OpenAi, &passing);
+        assert_eq!(out["authorization"], "Bearer cairn-key-123");
+        assert_eq!(
+            passing.url("/v1/messages", Some("beta=true")),
+            "http://up/v1/messages?beta=true"
+        );
+        assert_eq!(sidecar.url("/x", None), "http://up/x");
+    }
+}

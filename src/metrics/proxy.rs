@@ -1,0 +1,66 @@
+//! Metrics of the LLM proxy: requests, the latency Cairn adds, retrieval
+//! rounds, prompt-cache tokens and tokens saved.
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+
+/// Buckets of the added-latency histogram, in seconds: 0.1 ms to 2.5 s.
+const ADDED_LATENCY_BUCKETS: &[f64] = &[
+    0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 1.0, 2.5,
+];
+
+/// The proxy's metrics (labels: provider, endpoint, status, kind — never a model or a key).
+pub struct ProxyMetrics {
+    /// Proxied requests, by provider, endpoint and answered status.
+    pub requests: IntCounterVec,
+    /// Time Cairn spent on a request besides waiting for the upstream, by provider.
+    pub added_latency: HistogramVec,
+    /// Retrieval rounds Cairn resolved itself (one per re-asked upstream call), by provider.
+    pub rounds: IntCounterVec,
+    /// Prompt-cache tokens the upstream reported, by provider and kind (`read`, `write`).
+    pub cache_tokens: IntCounterVec,
+    /// Input tokens the proxy's rewrites kept out of upstream requests, by provider.
+    pub tokens_saved: IntCounterVec,
+}
+
+impl ProxyMetrics {
+    /// Registers the proxy's metrics in `registry`.
+    pub fn register(registry: &Registry) -> prometheus::Result<Self> {
+        let counters = |name: &str, help: &str, labels: &[&str]| {
+            let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+            registry.register(Box::new(c.clone()))?;
+            Ok::<_, prometheus::Error>(c)
+        };
+        let added_latency = HistogramVec::new(
+            HistogramOpts::new(
+                "cairn_proxy_added_latency_seconds",
+                "Time the proxy spent on a request besides waiting for the upstream, by provider",
+            )
+            .buckets(ADDED_LATENCY_BUCKETS.to_vec()),
+            &["provider"],
+        )?;
+        registry.register(Box::new(added_latency.clone()))?;
+        Ok(Self {
+            requests: counters(
+                "cairn_proxy_requests_total",
+                "Requests through the LLM proxy, by provider, endpoint and status",
+                &["provider", "endpoint", "status"],
+            )?,
+            added_latency,
+            rounds: counters(
+                "cairn_proxy_retrieval_rounds_total",
+                "Upstream calls the proxy made to answer the model's own memory tool calls, by provider",
+                &["provider"],
+            )?,
+            cache_tokens: counters(
+                "cairn_proxy_cache_tokens_total",
+                "Prompt-cache input tokens the upstream reported, by provider and kind (read, write)",
+                &["provider", "kind"],
+            )?,
+            tokens_saved: counters(
+                "cairn_proxy_tokens_saved_total",
+                "Input tokens kept out of upstream requests by the proxy, net of the cache writes its rewrites caused",
+                &["provider"],
+            )?,
+        })
+    }
+}
