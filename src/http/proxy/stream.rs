@@ -360,16 +360,16 @@ impl Filter {
             {
                 continue;
             }
-            out.push(self.reissue(event, data));
+            out.push(self.reissue(event, data, false));
         }
         let total = self.total_usage.clone().unwrap_or(Value::Null);
         match self.endpoint {
             Endpoint::Chat => {
-                if let Some((_, mut data)) = self.closing.take() {
+                if let Some((event, mut data)) = self.closing.take() {
                     if strip {
                         data["choices"][0]["finish_reason"] = json!("stop");
                     }
-                    out.push(self.reissue(Event::new(None, ""), data));
+                    out.push(self.reissue(event, data, strip));
                 }
                 if self.wants_usage {
                     let mut last =
@@ -407,7 +407,7 @@ impl Filter {
                     if !total.is_null() {
                         data["response"]["usage"] = total;
                     }
-                    out.push(self.reissue(event, data));
+                    out.push(self.reissue(event, data, true));
                 }
             }
         }
@@ -447,51 +447,68 @@ impl Filter {
     }
 
     /// An event as the client's stream numbers it (indexes, ids, sequence).
-    fn reissue(&mut self, event: Event, mut data: Value) -> Event {
+    /// An event as the client's stream numbers it (indexes, ids, sequence);
+    /// the upstream's own bytes when nothing changes.
+    fn reissue(&mut self, event: Event, mut data: Value, force: bool) -> Event {
+        let mut changed = force;
+        let mut set = |slot: Option<&mut Value>, value: Value| {
+            if let Some(slot) = slot
+                && *slot != value
+            {
+                *slot = value;
+                changed = true;
+            }
+        };
         match self.endpoint {
             Endpoint::Chat => {
-                if let Some(id) = &self.chat_id
-                    && self.round > 0
+                if self.round > 0
+                    && let Some(id) = self.chat_id.clone()
                 {
-                    data["id"] = id.clone();
+                    set(data.get_mut("id"), id);
                 }
-                if let Some(calls) = data["choices"][0]["delta"]["tool_calls"].as_array_mut() {
-                    for call in calls {
-                        if let Some(index) = call["index"].as_u64() {
-                            let mapped = self.remap.get(&index).copied();
-                            let mapped = mapped.unwrap_or_else(|| {
-                                let m = self.next_index;
-                                self.next_index += 1;
-                                self.remap.insert(index, m);
-                                m
-                            });
-                            call["index"] = json!(mapped);
-                        }
+                let calls = data
+                    .pointer_mut("/choices/0/delta/tool_calls")
+                    .and_then(Value::as_array_mut);
+                for call in calls.into_iter().flatten() {
+                    if let Some(index) = call["index"].as_u64() {
+                        let mapped = self.remap.get(&index).copied().unwrap_or_else(|| {
+                            let m = self.next_index;
+                            self.next_index += 1;
+                            self.remap.insert(index, m);
+                            m
+                        });
+                        set(call.get_mut("index"), json!(mapped));
                     }
                 }
             }
             Endpoint::Messages => {
                 if let Some(index) = data["index"].as_u64() {
-                    data["index"] = json!(self.client_index(index));
+                    let mapped = self.client_index(index);
+                    set(data.get_mut("index"), json!(mapped));
                 }
             }
             Endpoint::Responses => {
                 if let Some(index) = data["output_index"].as_u64() {
-                    data["output_index"] = json!(self.client_index(index));
+                    let mapped = self.client_index(index);
+                    set(data.get_mut("output_index"), json!(mapped));
                 }
-                data["sequence_number"] = json!(self.sequence);
+                set(data.get_mut("sequence_number"), json!(self.sequence));
                 self.sequence += 1;
                 if data["type"] == "response.output_item.done" {
                     self.items.push(data["item"].clone());
                 }
             }
         }
-        Event::new(event.name.as_deref(), &data.to_string())
+        if changed {
+            Event::new(event.name.as_deref(), &data.to_string())
+        } else {
+            event
+        }
     }
 
     fn hold_or_pass(&mut self, event: Event, data: Value, pass: bool) -> Vec<Event> {
         if pass && !self.holding {
-            vec![self.reissue(event, data)]
+            vec![self.reissue(event, data, false)]
         } else {
             self.holding = true;
             if self.names_ours(&data)
@@ -647,7 +664,7 @@ impl Filter {
         match kind.as_str() {
             "response.created" | "response.in_progress" => {
                 if self.round == 0 {
-                    return vec![self.reissue(event, data)];
+                    return vec![self.reissue(event, data, false)];
                 }
                 Vec::new()
             }

@@ -1,0 +1,309 @@
+//! The LLM proxy driven by the official `openai` and `anthropic` Python SDKs
+//! (tests/proxy/client_check.py) against a stand-in upstream that records
+//! every request (tests/proxy/upstream.py): offload, retrieval rounds,
+//! streams, byte-stable prefixes, mixed turns, errors, budgets, both key
+//! modes, and no key in the logs. Without python3 and the SDKs the SDK test
+//! says it was skipped, except under CI (`CI` set), where it fails.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cairn::app::App;
+use cairn::config::Config;
+use serde_json::Value;
+
+const SDKS: &str =
+    "import openai, anthropic; assert openai.__version__.startswith('3.'), openai.__version__";
+
+/// The stand-in provider, stopped when dropped.
+struct Upstream {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn upstream() -> Upstream {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy/upstream.py");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs the stand-in upstream");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim().parse().expect("the stand-in prints its port");
+    Upstream {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+/// A Cairn server on a random loopback port.
+struct Server {
+    base: String,
+    _dir: tempfile::TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(configure: impl FnOnce(&mut Config)) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::with_data_dir(dir.path());
+    configure(&mut config);
+    let app = App::build(&config).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let router = app.router();
+    let task = tokio::spawn(async move {
+        let _app = app;
+        cairn::http::serve(listener, router, std::future::pending())
+            .await
+            .unwrap();
+    });
+    Server {
+        base: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+        task,
+    }
+}
+
+/// Everything this test binary logs, at debug level, kept for the key search.
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = logs.clone();
+        let writer = move || Capture(sink.clone());
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("debug")
+            .with_writer(writer)
+            .try_init();
+        logs
+    })
+    .clone()
+}
+
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn have_sdks() -> bool {
+    let found = Command::new("python3")
+        .args(["-c", SDKS])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 with openai 3.x and anthropic is missing, and CI must run this test (pip install openai==3.57.0 anthropic==2.13.0)"
+        );
+        eprintln!("skipped: python3 with the openai and anthropic SDKs is not installed");
+    }
+    found
+}
+
+async fn client_check(mode: &str, cairn: &Server, upstream: &Upstream) -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy/client_check.py");
+    let output = tokio::process::Command::new("python3")
+        .args([script, mode, &cairn.base, &upstream.url])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "client_check.py {mode} failed:\n{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn official_sdks_get_offload_retrieval_streams_and_both_key_modes() {
+    if !have_sdks() {
+        return;
+    }
+    let logs = captured_logs();
+    let up = upstream();
+    let passthrough = serve(|c| {
+        c.api_keys = Some("alpha-key-0001:alpha,tight-key-0002:tight".into());
+        c.budgets = Some("tight:tokens=10".into());
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.upstream_anthropic_url = Some(up.url.clone());
+    })
+    .await;
+    let summary = client_check("passthrough", &passthrough, &up).await;
+    assert_eq!(summary["ok"], true);
+    assert!(
+        summary["chat_prefix_bytes"].as_u64().unwrap() > 500,
+        "{summary}"
+    );
+
+    let sidecar = serve(|c| {
+        c.api_keys = Some("side-key-0003:side".into());
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.upstream_anthropic_url = Some(up.url.clone());
+        c.upstream_openai_key = Some("sk-sidecar-openai-secret-9".parse().unwrap());
+        c.upstream_anthropic_key = Some("sk-ant-sidecar-secret-9".parse().unwrap());
+    })
+    .await;
+    client_check("sidecar", &sidecar, &up).await;
+
+    // What the proxy stored comes back byte for byte, and the savings show in stats.
+    let http = reqwest::Client::new();
+    let stats: Value = http
+        .get(format!("{}/v1/stats", passthrough.base))
+        .bearer_auth("alpha-key-0001")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        stats["tokens_saved"]["proxy"].as_u64().unwrap() > 10_000,
+        "{stats}"
+    );
+    assert!(
+        stats["prompt_cache"]["read_tokens"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+    let metrics = http
+        .get(format!("{}/metrics", passthrough.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for name in [
+        "cairn_proxy_requests_total{endpoint=\"chat_completions\",provider=\"openai\",status=\"200\"}",
+        "cairn_proxy_retrieval_rounds_total{provider=\"anthropic\"}",
+        "cairn_proxy_cache_tokens_total{kind=\"write\",provider=\"anthropic\"}",
+        "cairn_proxy_added_latency_seconds_bucket",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from /metrics");
+    }
+
+    // No key, in either direction, in the logs or the metrics.
+    let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert!(
+        logged.contains("http.request"),
+        "the log capture saw nothing"
+    );
+    for key in [
+        "sk-test-PASSTHROUGH-openai-0001",
+        "sk-ant-test-PASSTHROUGH-0001",
+        "sk-sidecar-openai-secret-9",
+        "sk-ant-sidecar-secret-9",
+        "alpha-key-0001",
+        "side-key-0003",
+    ] {
+        assert!(!logged.contains(key), "{key} appears in the log");
+        assert!(!metrics.contains(key), "{key} appears in the metrics");
+    }
+}
+
+#[tokio::test]
+async fn a_provider_without_upstream_answers_404_naming_its_variable() {
+    let server = serve(|_| {}).await;
+    let http = reqwest::Client::new();
+    let answer = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .json(&serde_json::json!({"model": "gpt-4o", "messages": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 404);
+    let body: Value = answer.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("CAIRN_UPSTREAM_OPENAI_URL"),
+        "{body}"
+    );
+    let answer = http
+        .post(format!("{}/v1/messages", server.base))
+        .json(&serde_json::json!({"model": "claude", "max_tokens": 5, "messages": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 404);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["type"], "error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("CAIRN_UPSTREAM_ANTHROPIC_URL")
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_a_502_in_the_providers_shape() {
+    // A port that was free a moment ago: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("http://127.0.0.1:{closed}/v1"));
+        c.upstream_anthropic_url = Some(format!("http://127.0.0.1:{closed}"));
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let answer = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .json(&serde_json::json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 502);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "upstream_unreachable", "{body}");
+    let answer = http
+        .post(format!("{}/v1/messages", server.base))
+        .json(&serde_json::json!({"model": "claude", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 502);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "api_error", "{body}");
+    // A body that is not JSON is the client's 400, in the provider's shape.
+    let answer = http
+        .post(format!("{}/v1/messages", server.base))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 400);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+}
