@@ -66,10 +66,10 @@ pub fn map(items: &[Value]) -> Mapped {
                 );
             }
             "message" => {
-                let role = match item["role"].as_str() {
-                    Some(role @ ("user" | "assistant" | "system" | "developer")) => role,
-                    _ => "user",
-                };
+                let role = item["role"]
+                    .as_str()
+                    .filter(|r| matches!(*r, "user" | "assistant" | "system" | "developer"))
+                    .unwrap_or("user");
                 let (content, paths) = content_of(&item["content"], "content");
                 if role == "assistant" && content.is_null() {
                     i += 1;
