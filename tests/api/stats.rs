@@ -35,7 +35,11 @@ async fn an_empty_namespace_has_zero_figures_and_unit_ratios() {
     assert_eq!(s["dedup_ratio"], 1.0);
     assert_eq!(
         s["tokens_saved"],
-        json!({"total": 0, "put": 0, "compress": 0})
+        json!({"total": 0, "put": 0, "compress": 0, "proxy": 0})
+    );
+    assert_eq!(
+        s["prompt_cache"],
+        json!({"read_tokens": 0, "write_tokens": 0})
     );
     assert_eq!(
         s["governor"],
