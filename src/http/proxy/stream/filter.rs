@@ -1,0 +1,298 @@
+//! What the client sees of each round of a stream: events passed, held,
+//! renumbered or dropped, and the closing events of the final round.
+
+use serde_json::{Value, json};
+
+use super::super::sse::Event;
+use crate::domain::proxying::Endpoint;
+use crate::domain::proxying::usage;
+
+/// One round's answer, rebuilt from its events in the non-streaming shape.
+pub(super) struct RoundAnswer {
+    /// The answer as `tools::calls` and `tools::continue_with` read it.
+    pub message: Value,
+    /// The round's usage object.
+    pub usage: Value,
+    /// The model that answered.
+    pub model: Option<String>,
+}
+
+/// What the client sees of each round.
+pub(super) struct Filter {
+    pub(super) endpoint: Endpoint,
+    pub(super) ours: Vec<&'static str>,
+    pub(super) wants_usage: bool,
+    pub(super) round: usize,
+    /// Events held since the round's first tool call.
+    pub(super) held: Vec<(Event, Value)>,
+    pub(super) holding: bool,
+    /// The client's index of each of this round's blocks, output items or
+    /// tool calls (indexes stay contiguous across rounds and stripped calls).
+    pub(super) remap: std::collections::HashMap<u64, u64>,
+    /// The next index to give (blocks and items: across rounds; chat tool calls: per round).
+    pub(super) next_index: u64,
+    /// This round's indexes of calls to Cairn's tools (dropped when stripping).
+    pub(super) our_indexes: Vec<u64>,
+    /// The current round's answer, as it builds up.
+    pub(super) message: Value,
+    pub(super) usage: Value,
+    pub(super) model: Option<String>,
+    /// Usage summed over the finished rounds.
+    pub(super) total_usage: Option<Value>,
+    pub(super) ended: bool,
+    /// Chat: the first round's completion id. Responses: the next sequence number.
+    pub(super) chat_id: Option<Value>,
+    pub(super) sequence: u64,
+    /// Responses: the output items forwarded so far (for the final `response.completed`).
+    pub(super) items: Vec<Value>,
+    /// The event that ends the round (held until Cairn knows it is the last).
+    pub(super) closing: Option<(Event, Value)>,
+}
+
+impl Filter {
+    pub(super) fn new(endpoint: Endpoint, ours: &[&'static str], wants_usage: bool) -> Self {
+        Self {
+            endpoint,
+            ours: ours.to_vec(),
+            wants_usage,
+            round: 0,
+            held: Vec::new(),
+            holding: false,
+            remap: std::collections::HashMap::new(),
+            next_index: 0,
+            our_indexes: Vec::new(),
+            message: Value::Null,
+            usage: Value::Null,
+            model: None,
+            total_usage: None,
+            ended: false,
+            chat_id: None,
+            sequence: 0,
+            items: Vec::new(),
+            closing: None,
+        }
+    }
+
+    pub(super) fn add_usage(&mut self, round: &Value) {
+        if round.is_null() {
+            return;
+        }
+        match &mut self.total_usage {
+            Some(total) => usage::add_usage(total, round),
+            None => self.total_usage = Some(round.clone()),
+        }
+    }
+
+    pub(super) fn next_round(&mut self) {
+        self.round += 1;
+        self.remap.clear();
+        self.our_indexes.clear();
+        if self.endpoint == Endpoint::Chat {
+            self.next_index = 0;
+        }
+        self.held.clear();
+        self.holding = false;
+        self.message = Value::Null;
+        self.usage = Value::Null;
+        self.ended = false;
+        self.closing = None;
+    }
+
+    pub(super) fn round_answer(&mut self) -> Option<RoundAnswer> {
+        self.ended.then(|| RoundAnswer {
+            message: self.message.take(),
+            usage: self.usage.clone(),
+            model: self.model.clone(),
+        })
+    }
+
+    /// What to forward now for one upstream event.
+    pub(super) fn on_event(&mut self, event: Event) -> Vec<Event> {
+        let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
+            // `[DONE]`, comments: the end is written by `finish`.
+            if event.data == "[DONE]" {
+                self.ended = true;
+            }
+            return Vec::new();
+        };
+        match self.endpoint {
+            Endpoint::Chat => self.chat(event, data),
+            Endpoint::Messages => self.messages(event, data),
+            Endpoint::Responses => self.responses(event, data),
+        }
+    }
+
+    /// The closing events of the final round: held events (without Cairn's
+    /// calls when `strip`), then the end with summed usage.
+    pub(super) fn finish(&mut self, strip: bool) -> Vec<Event> {
+        let held = std::mem::take(&mut self.held);
+        let mut out = Vec::new();
+        for (event, data) in held {
+            if strip
+                && self
+                    .event_index(&data)
+                    .is_some_and(|i| self.our_indexes.contains(&i))
+            {
+                continue;
+            }
+            out.push(self.reissue(event, data, false));
+        }
+        let total = self.total_usage.clone().unwrap_or(Value::Null);
+        match self.endpoint {
+            Endpoint::Chat => {
+                if let Some((event, mut data)) = self.closing.take() {
+                    if strip {
+                        data["choices"][0]["finish_reason"] = json!("stop");
+                    }
+                    out.push(self.reissue(event, data, strip));
+                }
+                if self.wants_usage {
+                    let mut last =
+                        json!({"object": "chat.completion.chunk", "choices": [], "usage": total});
+                    if let Some(id) = &self.chat_id {
+                        last["id"] = id.clone();
+                    }
+                    if let Some(model) = &self.model {
+                        last["model"] = json!(model);
+                    }
+                    out.push(Event::new(None, &last.to_string()));
+                }
+                out.push(Event::new(None, "[DONE]"));
+            }
+            Endpoint::Messages => {
+                let mut delta = self
+                    .closing
+                    .take()
+                    .map_or_else(|| json!({"type": "message_delta", "delta": {}}), |(_, d)| d);
+                if strip {
+                    delta["delta"]["stop_reason"] = json!("end_turn");
+                }
+                if !total.is_null() {
+                    delta["usage"] = total;
+                }
+                out.push(Event::new(Some("message_delta"), &delta.to_string()));
+                out.push(Event::new(
+                    Some("message_stop"),
+                    r#"{"type":"message_stop"}"#,
+                ));
+            }
+            Endpoint::Responses => {
+                if let Some((event, mut data)) = self.closing.take() {
+                    data["response"]["output"] = Value::Array(self.items.clone());
+                    if !total.is_null() {
+                        data["response"]["usage"] = total;
+                    }
+                    out.push(self.reissue(event, data, true));
+                }
+            }
+        }
+        out
+    }
+
+    /// The round's index an event belongs to (block, output item or tool call).
+    pub(super) fn event_index(&self, data: &Value) -> Option<u64> {
+        match self.endpoint {
+            Endpoint::Chat => data["choices"][0]["delta"]["tool_calls"][0]["index"].as_u64(),
+            Endpoint::Messages => data["index"].as_u64(),
+            Endpoint::Responses => data["output_index"].as_u64(),
+        }
+    }
+
+    /// True when the event opens a call to one of Cairn's tools.
+    pub(super) fn names_ours(&self, data: &Value) -> bool {
+        let named = |v: &Value| self.ours.iter().any(|o| v == o);
+        match self.endpoint {
+            Endpoint::Chat => {
+                named(&data["choices"][0]["delta"]["tool_calls"][0]["function"]["name"])
+            }
+            Endpoint::Messages => named(&data["content_block"]["name"]),
+            Endpoint::Responses => named(&data["item"]["name"]),
+        }
+    }
+
+    /// The client's index for this round's index `index` (`opens`: the event starts it).
+    pub(super) fn client_index(&mut self, index: u64) -> u64 {
+        if let Some(mapped) = self.remap.get(&index) {
+            return *mapped;
+        }
+        let mapped = self.next_index;
+        self.next_index += 1;
+        self.remap.insert(index, mapped);
+        mapped
+    }
+
+    /// An event as the client's stream numbers it (indexes, ids, sequence).
+    /// An event as the client's stream numbers it (indexes, ids, sequence);
+    /// the upstream's own bytes when nothing changes.
+    pub(super) fn reissue(&mut self, event: Event, mut data: Value, force: bool) -> Event {
+        let mut changed = force;
+        let mut set = |slot: Option<&mut Value>, value: Value| {
+            if let Some(slot) = slot
+                && *slot != value
+            {
+                *slot = value;
+                changed = true;
+            }
+        };
+        match self.endpoint {
+            Endpoint::Chat => {
+                if self.round > 0
+                    && let Some(id) = self.chat_id.clone()
+                {
+                    set(data.get_mut("id"), id);
+                }
+                let calls = data
+                    .pointer_mut("/choices/0/delta/tool_calls")
+                    .and_then(Value::as_array_mut);
+                for call in calls.into_iter().flatten() {
+                    if let Some(index) = call["index"].as_u64() {
+                        let mapped = self.remap.get(&index).copied().unwrap_or_else(|| {
+                            let m = self.next_index;
+                            self.next_index += 1;
+                            self.remap.insert(index, m);
+                            m
+                        });
+                        set(call.get_mut("index"), json!(mapped));
+                    }
+                }
+            }
+            Endpoint::Messages => {
+                if let Some(index) = data["index"].as_u64() {
+                    let mapped = self.client_index(index);
+                    set(data.get_mut("index"), json!(mapped));
+                }
+            }
+            Endpoint::Responses => {
+                if let Some(index) = data["output_index"].as_u64() {
+                    let mapped = self.client_index(index);
+                    set(data.get_mut("output_index"), json!(mapped));
+                }
+                set(data.get_mut("sequence_number"), json!(self.sequence));
+                self.sequence += 1;
+                if data["type"] == "response.output_item.done" {
+                    self.items.push(data["item"].clone());
+                }
+            }
+        }
+        if changed {
+            Event::new(event.name.as_deref(), &data.to_string())
+        } else {
+            event
+        }
+    }
+
+    pub(super) fn hold_or_pass(&mut self, event: Event, data: Value, pass: bool) -> Vec<Event> {
+        if pass && !self.holding {
+            vec![self.reissue(event, data, false)]
+        } else {
+            self.holding = true;
+            if self.names_ours(&data)
+                && let Some(index) = self.event_index(&data)
+            {
+                self.our_indexes.push(index);
+            }
+            self.held.push((event, data));
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Streaming exchanges (`"stream": true`): one well-formed SSE stream for the
+//! client. Text is forwarded event by event as it arrives; from the round's
+//! first tool call on, events are held until the round ends (tool calls are
+//! short, and only then is it known whether Cairn answers them). A round
+//! that calls Cairn's tools is consumed — its calls answered, the upstream
+//! asked again — and the next round's events continue the same stream
+//! (indexes and sequence numbers carried on, its opening events dropped).
+//! The final round's held events and closing events follow, with usage
+//! summed over the rounds. An upstream that cuts its stream cuts the client's.
+
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use self::filter::{Filter, RoundAnswer};
+use super::answer::respond;
+use super::sse::Parser;
+use super::{Exchange, tools, upstream};
+use crate::domain::proxying::Endpoint;
+use crate::domain::proxying::usage::{self, Round, Usage};
+use crate::http::error::AppError;
+
+/// Longest silence of an upstream stream before it counts as cut.
+const IDLE: Duration = Duration::from_secs(300);
+
+mod by_api;
+mod filter;
+
+type Chunk = Result<Bytes, std::io::Error>;
+
+/// Starts the exchange; answers the stream's head as soon as the first round's comes.
+pub async fn run(x: Exchange, mut body: Value, bytes: Vec<u8>) -> Result<Response, AppError> {
+    let wants_usage = body["stream_options"]["include_usage"] == Value::Bool(true);
+    let bytes = if x.endpoint == Endpoint::Chat && !wants_usage {
+        // Usage is what accounting needs: asked for, and kept from a client that did not ask.
+        body["stream_options"]["include_usage"] = Value::Bool(true);
+        serde_json::to_vec(&body).map_err(|e| AppError::bad_request(e.to_string()))?
+    } else {
+        bytes
+    };
+    let proxy = x.proxy();
+    let asked = Instant::now();
+    let first = upstream::send(
+        &proxy.client,
+        &x.url,
+        x.headers.clone(),
+        bytes,
+        proxy.timeout,
+    )
+    .await?;
+    let waited = asked.elapsed();
+    let status = first.status();
+    let mut headers = upstream::response_headers(first.headers());
+    headers.extend(x.cairn_headers(0));
+    let is_sse = first
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    if !status.is_success() || !is_sse {
+        x.record_latency(waited);
+        return Ok(respond(
+            status,
+            headers,
+            Body::from_stream(first.bytes_stream()),
+        ));
+    }
+    let (tx, rx) = mpsc::channel::<Chunk>(64);
+    tokio::spawn(async move {
+        let mut rounds = Rounds {
+            filter: Filter::new(x.endpoint, &x.ours, wants_usage),
+            x,
+            body,
+            tx,
+            waited,
+        };
+        rounds.drive(first).await;
+    });
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    Ok(respond(StatusCode::OK, headers, Body::from_stream(stream)))
+}
+
+/// The task feeding the client's stream.
+struct Rounds {
+    x: Exchange,
+    body: Value,
+    filter: Filter,
+    tx: mpsc::Sender<Chunk>,
+    waited: Duration,
+}
+
+impl Rounds {
+    async fn drive(&mut self, mut response: reqwest::Response) {
+        let mut rounds = 0;
+        let mut first_cache_write = None;
+        loop {
+            let Some(answer) = self.pump(response).await else {
+                return;
+            };
+            let round_usage = Usage::of(self.x.endpoint, &answer.usage);
+            if let Some(u) = round_usage {
+                first_cache_write.get_or_insert(u.cache_write);
+                let model = answer.model.clone().unwrap_or_else(|| self.x.model.clone());
+                let estimated = (rounds == 0).then_some(self.x.report.tokens_after);
+                usage::record_round(
+                    &self.x.state.ledger,
+                    &self.x.caller.namespace,
+                    &Round {
+                        endpoint: self.x.endpoint,
+                        model: &model,
+                        usage: u,
+                        estimated_input: estimated,
+                    },
+                )
+                .await;
+            }
+            self.filter.add_usage(&answer.usage);
+            let ours: Vec<tools::ToolCall> = tools::calls(self.x.endpoint, &answer.message)
+                .into_iter()
+                .filter(|c| self.x.ours.contains(&c.name.as_str()))
+                .collect();
+            if ours.is_empty() || rounds + 1 >= self.x.proxy().max_rounds {
+                let events = self.filter.finish(!ours.is_empty());
+                for event in events {
+                    if !self.send(event.raw).await {
+                        return;
+                    }
+                }
+                if let Err(e) = self.x.record_saving(first_cache_write.unwrap_or(0)).await {
+                    tracing::warn!(error = e.message(), "could not record the proxy's saving");
+                }
+                self.x.record_latency(self.waited);
+                return;
+            }
+            let mut results = Vec::with_capacity(ours.len());
+            for call in ours {
+                results.push(tools::run(&self.x.state, &self.x.caller, call).await);
+            }
+            tools::continue_with(self.x.endpoint, &mut self.body, &answer.message, &results);
+            self.filter.next_round();
+            rounds += 1;
+            self.x
+                .state
+                .metrics
+                .proxy
+                .rounds
+                .with_label_values(&[self.x.endpoint.provider().name()])
+                .inc();
+            let Ok(bytes) = serde_json::to_vec(&self.body) else {
+                return self.cut("cannot serialize the next round").await;
+            };
+            let proxy = self.x.proxy();
+            let asked = Instant::now();
+            let next = upstream::send(
+                &proxy.client,
+                &self.x.url,
+                self.x.headers.clone(),
+                bytes,
+                proxy.timeout,
+            )
+            .await;
+            self.waited += asked.elapsed();
+            match next {
+                Ok(next) if next.status().is_success() => response = next,
+                Ok(next) => {
+                    let detail =
+                        format!("upstream answered {} to a retrieval round", next.status());
+                    return self.cut(&detail).await;
+                }
+                Err(e) => return self.cut(e.message()).await,
+            }
+        }
+    }
+
+    /// Forwards one round's stream through the filter; answers the round's
+    /// answer, or None when the stream was cut (the client's is cut too).
+    async fn pump(&mut self, response: reqwest::Response) -> Option<RoundAnswer> {
+        let mut parser = Parser::default();
+        let mut bytes = response.bytes_stream();
+        loop {
+            let started = Instant::now();
+            let next = tokio::time::timeout(IDLE, bytes.next()).await;
+            self.waited += started.elapsed();
+            match next {
+                Ok(Some(Ok(chunk))) => {
+                    for event in parser.push(&chunk) {
+                        for out in self.filter.on_event(event) {
+                            if !self.send(out.raw).await {
+                                return None;
+                            }
+                        }
+                    }
+                }
+                Ok(Some(Err(e))) => {
+                    self.cut(&e.to_string()).await;
+                    return None;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    self.cut("the upstream stream went silent").await;
+                    return None;
+                }
+            }
+        }
+        match self.filter.round_answer() {
+            Some(answer) if !parser.has_partial() => Some(answer),
+            _ => {
+                self.cut("the upstream stream ended before the answer did")
+                    .await;
+                None
+            }
+        }
+    }
+
+    async fn send(&self, bytes: Vec<u8>) -> bool {
+        self.tx.send(Ok(Bytes::from(bytes))).await.is_ok()
+    }
+
+    /// Ends the client's stream with an error: never a clean end.
+    async fn cut(&self, why: &str) {
+        tracing::warn!(reason = why, "proxied stream cut");
+        let _ = self
+            .tx
+            .send(Err(std::io::Error::other(why.to_owned())))
+            .await;
+    }
+}
