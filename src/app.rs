@@ -17,7 +17,8 @@ use crate::domain::pricing::Pricing;
 use crate::domain::retention::{Maintenance, RetentionPolicy, RetentionRule};
 use crate::domain::search::Search;
 use crate::domain::slicing::SliceLimits;
-use crate::domain::summarizer::{self, SummarizerConfig};
+use crate::domain::summarizer::Summarizer;
+use crate::domain::summary_jobs;
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
 use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
@@ -120,15 +121,15 @@ impl App {
         .with_metrics(metrics.clone());
         let (queue, summarizer) = match &config.summarizer_url {
             Some(url) => {
-                let (queue, summarizer) = summarizer::channel(SummarizerConfig {
-                    url: url.clone(),
-                    model: config.summarizer_model.clone(),
-                    api_key: config.summarizer_api_key.clone(),
-                    min_bytes: config.summarizer_min_bytes,
-                    timeout: Duration::from_secs(config.summarizer_timeout_secs),
-                    queue: config.summarizer_queue,
-                })?;
-                (Some(queue), Some(summarizer))
+                let model = crate::llm::ChatCompletions::new(
+                    url,
+                    &config.summarizer_model,
+                    config.summarizer_api_key.clone(),
+                    Duration::from_secs(config.summarizer_timeout_secs),
+                )?;
+                let (queue, jobs) =
+                    summary_jobs::queue(config.summarizer_queue, config.summarizer_min_bytes);
+                (Some(queue), Some(Summarizer::new(Arc::new(model), jobs)))
             }
             None => (None, None),
         };

@@ -118,7 +118,7 @@ pub struct Config {
     pub summarizer_model: String,
     /// Bearer key for the summarizer endpoint (never logged).
     #[arg(long, env = "CAIRN_SUMMARIZER_API_KEY", hide_env_values = true)]
-    pub summarizer_api_key: Option<crate::domain::summarizer::ApiKey>,
+    pub summarizer_api_key: Option<Secret>,
     /// Content smaller than this gets no LLM summary.
     #[arg(long, env = "CAIRN_SUMMARIZER_MIN_BYTES", default_value_t = 8 << 10)]
     pub summarizer_min_bytes: u64,

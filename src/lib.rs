@@ -10,5 +10,6 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod llm;
 pub mod metrics;
 pub mod storage;

@@ -24,6 +24,7 @@ pub mod seekable;
 pub mod slicing;
 pub mod summarizer;
 pub mod summary;
+pub mod summary_jobs;
 pub mod tokens;
 pub mod uri;
 pub mod verify;
