@@ -282,7 +282,6 @@ impl Metrics {
 
     /// The registry's text exposition.
     pub fn render(&self) -> String {
-        self.catch_up_token_cache();
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
             tracing::error!(error = %e, "could not encode metrics");
@@ -290,9 +289,9 @@ impl Metrics {
         String::from_utf8(out).unwrap_or_default()
     }
 
-    /// Adds what the process-wide token-count cache did since the last scrape.
-    fn catch_up_token_cache(&self) {
-        let (hits, misses) = crate::domain::tokens::cache_lookups();
+    /// Adds what the process-wide token-count cache did since the last scrape
+    /// (its running totals of hits and misses, read by the caller).
+    pub fn catch_up_token_cache(&self, (hits, misses): (u64, u64)) {
         let mut seen = self
             .token_cache_seen
             .lock()

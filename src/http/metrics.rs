@@ -25,6 +25,9 @@ pub async fn get(State(state): State<AppState>) -> Response {
         }
         Err(e) => tracing::warn!(error = %e, "could not read store totals for /metrics"),
     }
+    state
+        .metrics
+        .catch_up_token_cache(crate::domain::tokens::cache_lookups());
     (
         [(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)],
         state.metrics.render(),

@@ -1,0 +1,66 @@
+//! The layers' invariants (ARCHITECTURE.md): dependencies point down
+//! (http → domain → storage). Storage and metrics name nothing of the
+//! domain; the domain names no web framework, database driver or HTTP client.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.map(|e| e.path()).unwrap_or_default();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `(file, line number, line)` of every line of code (comments aside) under
+/// `roots` that names one of `words` as a path (`word::`).
+fn offenders(roots: &[&str], words: &[&str]) -> Vec<String> {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for root in roots {
+        let path = base.join(root);
+        if path.is_dir() {
+            rust_files(&path, &mut files);
+        } else if path.is_file() {
+            files.push(path);
+        }
+    }
+    assert!(!files.is_empty(), "no sources under {roots:?}");
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if words.iter().any(|w| code.contains(&format!("{w}::"))) {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn storage_and_metrics_name_nothing_of_the_domain() {
+    let found = offenders(
+        &["src/storage", "src/metrics.rs", "src/metrics"],
+        &["crate::domain"],
+    );
+    assert!(
+        found.is_empty(),
+        "arrows running back up:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_domain_names_no_framework_driver_or_http_client() {
+    let found = offenders(&["src/domain"], &["axum", "sqlx", "reqwest", "crate::http"]);
+    assert!(
+        found.is_empty(),
+        "the domain reaches outward:\n{}",
+        found.join("\n")
+    );
+}
