@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::DomainError;
-use super::compress::{Compressor, Input, Options, Outcome, Policy, Strategy};
+use super::compress::{Accounted, Compressor, Input, Options, Policy, Strategy, account};
 use super::ledger::Ledger;
 
 /// Offload threshold of the `warn` tier's compression (characters).
@@ -228,9 +228,9 @@ pub struct Decision {
     pub limits_from: &'static str,
     /// Tokens once compressed as the tier demands (the count itself when it demands nothing).
     pub tokens_after_compression: u64,
-    /// The compression, when the tier demands one and messages were given
-    /// (stored only when applying).
-    pub compressed: Option<Outcome>,
+    /// With `apply`, when the tier demands a compression and messages were
+    /// given: the compression, stored and accounted.
+    pub compressed: Option<Accounted>,
     /// The messages as given (normal tier, or nothing to compress).
     pub unchanged: Option<(Vec<Value>, Option<Value>)>,
 }
@@ -251,8 +251,29 @@ pub struct Question {
 }
 
 /// Counts, finds the tier and compresses as it demands: for real with
-/// `apply`, as a dry run (nothing stored) otherwise.
+/// `apply` (stored, its saving recorded), as a dry run (nothing stored)
+/// otherwise. The decision is counted in the ledger and the metrics.
 pub async fn decide(
+    compressor: &Compressor,
+    ledger: &Ledger,
+    config: &GovernorConfig,
+    namespace: &str,
+    question: Question,
+) -> Result<Decision, DomainError> {
+    let decision = judge(compressor, ledger, config, namespace, question).await?;
+    ledger
+        .record_governor(namespace, decision.tier.name())
+        .await?;
+    #[allow(clippy::cast_precision_loss)]
+    ledger
+        .metrics()
+        .context_tokens
+        .with_label_values(&["governor"])
+        .observe(decision.tokens as f64);
+    Ok(decision)
+}
+
+async fn judge(
     compressor: &Compressor,
     ledger: &Ledger,
     config: &GovernorConfig,
@@ -269,11 +290,10 @@ pub async fn decide(
     let (limits, limits_from) = config.limits(namespace, model.as_deref());
     let input = match subject {
         Subject::Tokens(tokens) => {
-            let tier = Tier::of(tokens, limits);
             return Ok(Decision {
                 tokens,
                 method: "reported".to_owned(),
-                tier,
+                tier: Tier::of(tokens, limits),
                 limits,
                 limits_from,
                 tokens_after_compression: tokens,
@@ -298,23 +318,23 @@ pub async fn decide(
         compressed: None,
         unchanged: None,
     };
-    match tier.policy(strategy) {
-        None => decision.unchanged = Some((input.messages, input.system)),
-        Some(policy) => {
-            let outcome = compressor
-                .compress(namespace, input, policy, options, !apply)
-                .await?;
-            let after = ledger
-                .calibrate(
-                    namespace,
-                    model.as_deref(),
-                    outcome.counter,
-                    outcome.tokens_after,
-                )
-                .await;
-            decision.tokens_after_compression = after.tokens;
-            decision.compressed = Some(outcome);
-        }
+    let Some(policy) = tier.policy(strategy) else {
+        decision.unchanged = Some((input.messages, input.system));
+        return Ok(decision);
+    };
+    let outcome = compressor
+        .compress(namespace, input, policy, options, !apply)
+        .await?;
+    if apply {
+        let accounted = account(outcome, ledger, namespace, model.as_deref()).await?;
+        decision.tokens_after_compression = accounted.tokens_after;
+        decision.compressed = Some(accounted);
+    } else {
+        let m = model.as_deref();
+        let after = ledger
+            .calibrate(namespace, m, outcome.counter, outcome.tokens_after)
+            .await;
+        decision.tokens_after_compression = after.tokens;
     }
     Ok(decision)
 }

@@ -12,8 +12,7 @@ use super::error::{AppError, ErrorBody};
 use super::json_body::LimitedJson;
 use crate::domain::DomainError;
 use crate::domain::compress::offload::StoredRef;
-use crate::domain::compress::{Input, Options, Outcome, Policy, Strategy};
-use crate::domain::ledger::{Ledger, SavingSource};
+use crate::domain::compress::{Accounted, Input, Options, Policy, Strategy, account};
 
 /// Shortest and longest summary a marker may carry.
 const SUMMARY_CHARS: std::ops::RangeInclusive<usize> = 50..=20_000;
@@ -179,45 +178,22 @@ pub struct CompressView {
     pub report: ReportView,
 }
 
-impl CompressView {
-    /// The view of an outcome, its counts calibrated, its saving recorded.
-    pub async fn record(
-        outcome: Outcome,
-        ledger: &Ledger,
-        namespace: &str,
-        model: Option<&str>,
-    ) -> Result<Self, DomainError> {
-        let before = ledger
-            .calibrate(namespace, model, outcome.counter, outcome.tokens_before)
-            .await;
-        let after = ledger
-            .calibrate(namespace, model, outcome.counter, outcome.tokens_after)
-            .await;
-        let saved = before.tokens.saturating_sub(after.tokens);
-        let metrics = ledger.metrics();
-        let strategy = [outcome.strategy];
-        metrics.compress_calls.with_label_values(&strategy).inc();
-        metrics
-            .compress_offloaded
-            .with_label_values(&strategy)
-            .inc_by(outcome.offloaded.len() as u64);
-        #[allow(clippy::cast_precision_loss)]
-        metrics
-            .context_tokens
-            .with_label_values(&["compress"])
-            .observe(before.tokens as f64);
-        if saved > 0 {
-            ledger
-                .record_saving(namespace, SavingSource::Compress, "CONTEXT", model, saved)
-                .await?;
-        }
-        Ok(Self {
+impl From<Accounted> for CompressView {
+    fn from(accounted: Accounted) -> Self {
+        let Accounted {
+            outcome,
+            tokens_before,
+            tokens_after,
+            tokens_saved,
+            method,
+        } = accounted;
+        Self {
             memory_refs: outcome.refs.iter().map(|r| MemoryRefView::new(r)).collect(),
             report: ReportView {
-                tokens_before: before.tokens,
-                tokens_after: after.tokens,
-                tokens_saved: saved,
-                method: before.method,
+                tokens_before,
+                tokens_after,
+                tokens_saved,
+                method,
                 strategy: outcome.strategy.to_owned(),
                 offloaded: outcome
                     .offloaded
@@ -234,7 +210,7 @@ impl CompressView {
             format: outcome.format.name().to_owned(),
             messages: outcome.messages,
             system: outcome.system,
-        })
+        }
     }
 }
 
@@ -287,7 +263,6 @@ pub async fn compress(
             false,
         )
         .await?;
-    let view =
-        CompressView::record(outcome, &state.ledger, &caller.namespace, model.as_deref()).await?;
-    Ok(Json(view))
+    let accounted = account(outcome, &state.ledger, &caller.namespace, model.as_deref()).await?;
+    Ok(Json(accounted.into()))
 }

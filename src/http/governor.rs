@@ -13,7 +13,7 @@ use super::error::{AppError, ErrorBody};
 use super::json_body::LimitedJson;
 use crate::domain::DomainError;
 use crate::domain::compress::{Input, Strategy};
-use crate::domain::governor::{self, Question, Subject};
+use crate::domain::governor::{self, Decision, Question, Subject};
 
 /// A context to judge: messages, or a token count.
 #[derive(Deserialize, ToSchema)]
@@ -115,78 +115,82 @@ pub async fn governor(
     LimitedJson(body): LimitedJson<GovernorBody>,
 ) -> Result<Json<GovernorView>, AppError> {
     state.ledger.check_budget(&caller.namespace).await?;
-    let subject = match (body.messages, body.tokens) {
-        (Some(messages), None) => Subject::Messages(Input {
-            messages,
-            system: body.system,
-            format: body.format,
-            model: body.model.clone(),
-            thread: body.thread,
-        }),
-        (None, Some(_)) if body.apply => {
-            return Err(DomainError::field("apply", "applying needs `messages`").into());
-        }
-        (None, Some(tokens)) => Subject::Tokens(tokens),
-        _ => {
-            return Err(
-                DomainError::field("messages", "give either `messages` or `tokens`").into(),
-            );
-        }
-    };
-    let question = Question {
-        subject,
-        model: body.model.clone(),
-        strategy: body.strategy.as_deref().map(Strategy::parse).transpose()?,
-        options: options(
-            None,
-            body.summary_chars,
-            None,
-            body.preserve_prefix,
-            body.leave_tools,
-            body.leave_roles,
-        )?,
-        apply: body.apply,
-    };
-    let (ns, model) = (caller.namespace.as_str(), body.model.as_deref());
+    let apply = body.apply;
     let decision = governor::decide(
         &state.compressor,
         &state.ledger,
         &state.governor,
-        ns,
-        question,
+        &caller.namespace,
+        body.question()?,
     )
     .await?;
-    state
-        .ledger
-        .record_governor(ns, decision.tier.name())
-        .await?;
-    #[allow(clippy::cast_precision_loss)]
-    state
-        .ledger
-        .metrics()
-        .context_tokens
-        .with_label_values(&["governor"])
-        .observe(decision.tokens as f64);
-    let mut view = GovernorView {
-        tokens: decision.tokens,
-        method: decision.method,
-        tier: decision.tier.name().to_owned(),
-        advice: decision.tier.advice(decision.tokens, decision.limits),
-        limits: LimitsView {
-            warn: decision.limits.warn,
-            pointer_only: decision.limits.pointer_only,
-            source: decision.limits_from.to_owned(),
-        },
-        tokens_after_compression: decision.tokens_after_compression,
-        messages: None,
-        system: None,
-        memory_refs: None,
-        report: None,
-    };
-    if body.apply {
+    Ok(Json(GovernorView::new(decision, apply)))
+}
+
+impl GovernorBody {
+    /// The question this body asks: messages or a token count, and how to compress.
+    fn question(self) -> Result<Question, DomainError> {
+        let subject = match (self.messages, self.tokens) {
+            (Some(messages), None) => Subject::Messages(Input {
+                messages,
+                system: self.system,
+                format: self.format,
+                model: self.model.clone(),
+                thread: self.thread,
+            }),
+            (None, Some(_)) if self.apply => {
+                return Err(DomainError::field("apply", "applying needs `messages`"));
+            }
+            (None, Some(tokens)) => Subject::Tokens(tokens),
+            _ => {
+                return Err(DomainError::field(
+                    "messages",
+                    "give either `messages` or `tokens`",
+                ));
+            }
+        };
+        Ok(Question {
+            subject,
+            model: self.model,
+            strategy: self.strategy.as_deref().map(Strategy::parse).transpose()?,
+            options: options(
+                None,
+                self.summary_chars,
+                None,
+                self.preserve_prefix,
+                self.leave_tools,
+                self.leave_roles,
+            )?,
+            apply: self.apply,
+        })
+    }
+}
+
+impl GovernorView {
+    /// The view of a decision (with the compressed list when `apply`).
+    fn new(decision: Decision, apply: bool) -> Self {
+        let mut view = Self {
+            tokens: decision.tokens,
+            method: decision.method,
+            tier: decision.tier.name().to_owned(),
+            advice: decision.tier.advice(decision.tokens, decision.limits),
+            limits: LimitsView {
+                warn: decision.limits.warn,
+                pointer_only: decision.limits.pointer_only,
+                source: decision.limits_from.to_owned(),
+            },
+            tokens_after_compression: decision.tokens_after_compression,
+            messages: None,
+            system: None,
+            memory_refs: None,
+            report: None,
+        };
+        if !apply {
+            return view;
+        }
         match (decision.compressed, decision.unchanged) {
-            (Some(outcome), _) => {
-                let compressed = CompressView::record(outcome, &state.ledger, ns, model).await?;
+            (Some(accounted), _) => {
+                let compressed = CompressView::from(accounted);
                 view.messages = Some(compressed.messages);
                 view.system = compressed.system;
                 view.memory_refs = Some(compressed.memory_refs);
@@ -198,6 +202,6 @@ pub async fn governor(
             }
             (None, None) => {}
         }
+        view
     }
-    Ok(Json(view))
 }

@@ -9,7 +9,9 @@
 //! `cache_control` marker stay untouched; a replacement is made only when it
 //! has fewer tokens than what it replaces.
 
+mod accounted;
 mod apply;
+mod context;
 mod deletion;
 pub mod fold;
 pub mod format;
@@ -26,7 +28,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use self::format::{Format, Piece};
+pub use self::accounted::{Accounted, account};
+pub use self::context::Context;
+use self::format::Format;
 use self::offload::{Job, Offloader, StoredRef};
 use super::DomainError;
 use super::memories::Memories;
@@ -223,190 +227,6 @@ enum Selection {
     Pieces(Vec<usize>),
     /// Message runs to fold (`drop`: leave a short notice, not a summary).
     Runs { runs: Vec<Range<usize>>, drop: bool },
-}
-
-/// A message list seen by the strategies.
-pub struct Context<'a> {
-    format: Format,
-    messages: &'a [Value],
-    pieces: Vec<Piece>,
-    units: Vec<Range<usize>>,
-    /// Messages before this index are never edited.
-    frozen: usize,
-    options: &'a Options,
-}
-
-impl<'a> Context<'a> {
-    fn new(format: Format, messages: &'a [Value], options: &'a Options) -> Self {
-        let cached = if options.respect_cache_control {
-            format::last_cache_control(messages).map_or(0, |i| i + 1)
-        } else {
-            0
-        };
-        Self {
-            format,
-            messages,
-            pieces: format::pieces(format, messages),
-            units: pairs::units(format, messages),
-            frozen: options.preserve_prefix.max(cached).min(messages.len()),
-            options,
-        }
-    }
-
-    fn text(&self, piece: &Piece) -> &'a str {
-        format::text_at(&self.messages[piece.message], piece.at).unwrap_or("")
-    }
-
-    fn chars(&self, piece: &Piece) -> usize {
-        self.text(piece).chars().count()
-    }
-
-    fn left_alone(&self, piece: &Piece) -> bool {
-        let role = if piece.is_tool_result() {
-            "tool"
-        } else {
-            piece.role.as_str()
-        };
-        self.options.leave_roles.iter().any(|r| r == role)
-            || piece
-                .tool
-                .as_ref()
-                .is_some_and(|t| self.options.leave_tools.contains(t))
-    }
-
-    /// A text a strategy may replace: after the frozen prefix, not a system
-    /// prompt, not already a marker, not left alone.
-    fn editable(&self, piece: &Piece) -> bool {
-        piece.message >= self.frozen
-            && !matches!(piece.role.as_str(), "system" | "developer")
-            && !marker::is_marker(self.text(piece))
-            && !self.left_alone(piece)
-    }
-
-    /// A tool result that counts for masking.
-    fn maskable_result(&self, piece: &Piece) -> bool {
-        piece.is_tool_result() && !self.left_alone(piece)
-    }
-
-    fn worth_offloading(&self, chars: usize) -> bool {
-        chars > self.options.summary_chars + MARKER_ALLOWANCE
-    }
-
-    /// A unit no strategy may fold: frozen, a system prompt, or left alone.
-    /// (Markers may be folded with other messages: the transcript keeps
-    /// them as they are, and [`fold::runs`] never folds markers alone.)
-    fn must_keep(&self, unit: &Range<usize>) -> bool {
-        unit.start < self.frozen
-            || self.messages[unit.clone()].iter().any(|m| {
-                let role = m["role"].as_str().unwrap_or("");
-                let tool_role = if pairs::result_ids(self.format, m).is_empty() {
-                    role
-                } else {
-                    "tool"
-                };
-                matches!(role, "system" | "developer")
-                    || self
-                        .options
-                        .leave_roles
-                        .iter()
-                        .any(|r| r == role || r == tool_role)
-            })
-            || self
-                .pieces
-                .iter()
-                .filter(|p| unit.contains(&p.message))
-                .any(|p| {
-                    p.tool
-                        .as_ref()
-                        .is_some_and(|t| self.options.leave_tools.contains(t))
-                })
-    }
-
-    /// Where the last `keep_recent` messages start, moved back so no unit is split.
-    fn window_start(&self, keep_recent: usize) -> usize {
-        let edge = self.messages.len().saturating_sub(keep_recent);
-        self.units
-            .iter()
-            .find(|unit| unit.contains(&edge))
-            .map_or(edge, |unit| unit.start)
-    }
-
-    fn select(&self, policy: Policy) -> Selection {
-        let keep = |strategy: Strategy| {
-            self.options
-                .keep_recent
-                .unwrap_or_else(|| strategy.default_keep_recent())
-        };
-        match policy {
-            Policy::Strategy(s @ Strategy::Pointer) => {
-                Selection::Pieces(pointer::select(self, self.options.threshold_chars, keep(s)))
-            }
-            Policy::Strategy(s @ Strategy::ObservationMasking) => {
-                Selection::Pieces(masking::select(self, keep(s)))
-            }
-            Policy::Strategy(s @ Strategy::SlidingWindow) => Selection::Runs {
-                runs: window::select(self, keep(s)),
-                drop: false,
-            },
-            Policy::Strategy(s @ Strategy::Selective) => Selection::Runs {
-                runs: selective::select(self, keep(s)),
-                drop: false,
-            },
-            Policy::Strategy(s @ Strategy::Deletion) => Selection::Runs {
-                runs: deletion::select(self, keep(s)),
-                drop: true,
-            },
-            Policy::PointerAndMasking {
-                threshold_chars,
-                mask_keep,
-            } => {
-                let mut picked = pointer::select(self, threshold_chars, 0);
-                picked.extend(masking::select(self, mask_keep));
-                picked.sort_unstable();
-                picked.dedup();
-                Selection::Pieces(picked)
-            }
-        }
-    }
-
-    /// The pieces to store for a selection, in selection order.
-    fn jobs(&self, selection: &Selection) -> Vec<Job> {
-        match selection {
-            Selection::Pieces(picked) => picked
-                .iter()
-                .map(|&i| {
-                    let piece = &self.pieces[i];
-                    let text = self.text(piece).to_owned();
-                    match &piece.tool {
-                        Some(tool) if piece.is_tool_result() => Job::new(
-                            text,
-                            "TOOL_OUTPUT",
-                            Some(tool.clone()),
-                            format!("{tool} output (messages[{}])", piece.message),
-                        ),
-                        _ => Job::new(
-                            text,
-                            "CONTEXT",
-                            Some(piece.role.clone()),
-                            format!("{} message (messages[{}])", piece.role, piece.message),
-                        ),
-                    }
-                })
-                .collect(),
-            Selection::Runs { runs, drop } => runs
-                .iter()
-                .map(|run| {
-                    let verb = if *drop { "dropped" } else { "folded" };
-                    Job::new(
-                        fold::transcript(&self.messages[run.clone()]),
-                        "TRANSCRIPT",
-                        Some(self.format.name().to_owned()),
-                        format!("messages {}-{} ({verb})", run.start, run.end - 1),
-                    )
-                })
-                .collect(),
-        }
-    }
 }
 
 /// Compresses message lists, storing what it takes out.
