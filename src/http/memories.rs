@@ -20,7 +20,6 @@ use super::extract::{ApiPath, ApiQuery};
 use super::views::{ListView, MemoryView, PutView, RedactedView};
 use crate::domain::fields::FieldsInput;
 use crate::domain::ids::IdRef;
-use crate::domain::ledger::SavingSource;
 use crate::storage::meta::ListQuery;
 
 /// Descriptive fields as query parameters (raw uploads; JSON puts may use them too).
@@ -157,7 +156,7 @@ pub async fn put(
     } else {
         StatusCode::CREATED
     };
-    record_put(&state, &caller.namespace, &stored).await;
+    state.ledger.account_put(&caller.namespace, &stored).await;
     let location = format!("/v1/memories/{}", stored.record.id);
     let view = PutView {
         redacted: RedactedView::new(stored.redacted.as_ref()),
@@ -166,29 +165,6 @@ pub async fn put(
         tokens_saved: stored.tokens_saved,
     };
     Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
-}
-
-/// Accounts a put (its saving and its bytes for the dedup ratio); a failure is
-/// logged and never fails the put.
-pub(crate) async fn record_put(
-    state: &AppState,
-    namespace: &str,
-    stored: &crate::domain::memories::Stored,
-) {
-    let ledger = &state.ledger;
-    let saving = ledger.record_saving(
-        namespace,
-        SavingSource::Put,
-        &stored.record.fields.kind,
-        None,
-        stored.tokens_saved,
-    );
-    let put = ledger.record_put(namespace, stored.record.bytes, stored.deduplicated);
-    for result in [saving.await, put.await] {
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "could not account a put");
-        }
-    }
 }
 
 /// Reads a JSON put body of at most `limit` bytes.

@@ -116,6 +116,15 @@ pub async fn get(
     caller: Caller,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchView>, AppError> {
+    find(&state, caller.namespace, params).await.map(Json)
+}
+
+/// A search in `namespace` (the REST route's, MCP's and the proxy's `memory_search`).
+pub(crate) async fn find(
+    state: &AppState,
+    namespace: String,
+    params: SearchParams,
+) -> Result<SearchView, AppError> {
     let limit = params.limit.unwrap_or(DEFAULT_RESULTS);
     if !(1..=MAX_RESULTS).contains(&limit) {
         return Err(
@@ -123,7 +132,7 @@ pub async fn get(
         );
     }
     let filter = ListQuery {
-        namespace: caller.namespace,
+        namespace,
         kind: params.kind.map(|k| k.to_ascii_uppercase()),
         subtype: params.subtype,
         tag: params.tag,
@@ -144,7 +153,7 @@ pub async fn get(
         limit,
     };
     let results = state.search.search(&params.q, filter).await?;
-    Ok(Json(SearchView {
+    Ok(SearchView {
         results: results.into_iter().map(Into::into).collect(),
-    }))
+    })
 }

@@ -231,12 +231,17 @@ pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<StatsView>, AppError> {
-    let stats = state.ledger.stats(&caller.namespace).await?;
+    view(&state, caller.namespace).await.map(Json)
+}
+
+/// The figures of `namespace` (the REST route's and MCP's `memory_stats`).
+pub(crate) async fn view(state: &AppState, namespace: String) -> Result<StatsView, AppError> {
+    let stats = state.ledger.stats(&namespace).await?;
     let lag = state.search.lag().await?;
-    let mut view = StatsView::new(caller.namespace, stats);
+    let mut view = StatsView::new(namespace, stats);
     view.search_index = SearchIndexView {
         pending_objects: lag.objects,
         pending_bytes: lag.bytes,
     };
-    Ok(Json(view))
+    Ok(view)
 }

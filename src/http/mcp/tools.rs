@@ -3,8 +3,6 @@
 
 use std::convert::Infallible;
 
-use axum::Json;
-use axum::extract::State;
 use axum::http::request::Parts;
 use bytes::Bytes;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -21,8 +19,8 @@ use crate::domain::uri::{MemUri, Selector};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
-use crate::http::extract::ApiQuery;
 use crate::http::views::{MemoryView, PutView, RedactedView, SliceView};
+use crate::http::{search, stats};
 
 /// What the server tells a model about itself at `initialize`.
 const INSTRUCTIONS: &str = "Cairn stores large tool outputs so they need not stay in your context. \
@@ -114,10 +112,7 @@ tokens and cost saved, search index lag."
         Parameters(_): Parameters<StatsArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let caller = caller(&parts)?;
-        let stats = crate::http::stats::get(State(self.state.clone()), caller)
-            .await
-            .map(|Json(view)| view);
-        Ok(answer(stats))
+        Ok(answer(stats::view(&self.state, caller.namespace).await))
     }
 }
 
@@ -153,7 +148,10 @@ impl CairnTools {
             .memories
             .put(&caller.namespace, fields, content)
             .await?;
-        crate::http::memories::record_put(&self.state, &caller.namespace, &stored).await;
+        self.state
+            .ledger
+            .account_put(&caller.namespace, &stored)
+            .await;
         Ok(PutView {
             redacted: RedactedView::new(stored.redacted.as_ref()),
             memory: MemoryView::new(stored.record, self.state.memories.limits()),
@@ -225,8 +223,8 @@ pub(crate) async fn search(
     state: &AppState,
     caller: Caller,
     args: SearchArgs,
-) -> Result<crate::http::search::SearchView, AppError> {
-    let params = crate::http::search::SearchParams {
+) -> Result<search::SearchView, AppError> {
+    let params = search::SearchParams {
         q: args.query,
         kind: args.kind,
         subtype: None,
@@ -238,9 +236,7 @@ pub(crate) async fn search(
         until: None,
         limit: args.limit,
     };
-    crate::http::search::get(State(state.clone()), caller, ApiQuery(params))
-        .await
-        .map(|Json(view)| view)
+    search::find(state, caller.namespace, params).await
 }
 
 /// The caller that the authentication layer put into the HTTP request.
