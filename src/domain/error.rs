@@ -95,9 +95,18 @@ pub enum DomainError {
     /// A storage backend failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// Something that is not a storage failure went wrong inside the service
+    /// (a worker thread panicked or stopped): a 500 whose cause is logged, not sent.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl DomainError {
+    /// An internal failure (a panicked or stopped worker, a join error).
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        Self::Internal(cause.to_string())
+    }
+
     /// Shorthand for an invalid field.
     pub fn field(field: &'static str, message: impl Into<String>) -> Self {
         Self::InvalidField {

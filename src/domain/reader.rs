@@ -174,7 +174,7 @@ impl ObjectReader {
             let frame = Bytes::copy_from_slice(frame);
             tokio::task::spawn_blocking(move || decode(frame))
                 .await
-                .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
+                .map_err(DomainError::internal)?
         } else {
             self.blobs
                 .read_range_then(
@@ -259,7 +259,7 @@ impl ObjectReader {
             out
         })
         .await
-        .map_err(|e| StorageError::Io(std::io::Error::other(e)))?;
+        .map_err(DomainError::internal)?;
         self.ahead = decoded.into();
         Ok(())
     }

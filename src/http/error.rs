@@ -20,6 +20,30 @@ pub struct AppError {
     details: Map<String, Value>,
     /// Extra response headers (boxed: most errors have none, and errors travel in `Result`s).
     headers: Option<Box<HeaderMap>>,
+    /// What really went wrong, for the log (never sent).
+    cause: Option<String>,
+}
+
+/// The cause of a 5xx answer, carried in the response's extensions to
+/// [`log_server_errors`], which logs it once (it is never in the body).
+#[derive(Clone, Debug)]
+pub struct ServerErrorCause(pub String);
+
+/// Middleware: logs every 5xx answer once, with its cause, inside the
+/// request's span (route and request id).
+pub async fn log_server_errors(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let response = next.run(request).await;
+    if response.status().is_server_error() {
+        let cause = response
+            .extensions()
+            .get::<ServerErrorCause>()
+            .map_or("", |c| c.0.as_str());
+        tracing::error!(status = response.status().as_u16(), cause, "request failed");
+    }
+    response
 }
 
 /// The JSON body of every error answer.
@@ -47,7 +71,19 @@ impl AppError {
             message: message.into(),
             details: Map::new(),
             headers: None,
+            cause: None,
         }
+    }
+
+    /// Keeps `cause` for the log (a 5xx's cause is logged once, never sent).
+    pub fn caused_by(mut self, cause: impl std::fmt::Display) -> Self {
+        self.cause = Some(cause.to_string());
+        self
+    }
+
+    /// The cause kept for the log, taken out of the error.
+    pub fn take_cause(&mut self) -> Option<String> {
+        self.cause.take()
     }
 
     /// Adds a detail field beside code and message.
@@ -91,12 +127,12 @@ impl AppError {
 
     /// A 500 whose cause is logged, not sent.
     fn internal(cause: &dyn std::fmt::Display) -> Self {
-        tracing::error!(error = %cause, "internal error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
             "internal error; see the server log",
         )
+        .caused_by(cause)
     }
 }
 
@@ -112,8 +148,10 @@ impl AppError {
         Value::Object(body)
     }
 
-    /// The body of a 500 whose cause is logged, not sent.
+    /// The body of a 500 whose cause is logged here (it is no HTTP answer of
+    /// its own: an MCP tool result), not sent.
     pub fn internal_value(cause: &dyn std::fmt::Display) -> Value {
+        tracing::error!(error = %cause, "internal error");
         Self::internal(cause).into_body()
     }
 }
@@ -122,7 +160,12 @@ impl IntoResponse for AppError {
     fn into_response(mut self) -> Response {
         let status = self.status;
         let headers = self.headers.take().map(|h| *h).unwrap_or_default();
-        (status, headers, Json(self.into_body())).into_response()
+        let cause = self.cause.take().unwrap_or_else(|| self.message.clone());
+        let mut response = (status, headers, Json(self.into_body())).into_response();
+        if status.is_server_error() {
+            response.extensions_mut().insert(ServerErrorCause(cause));
+        }
+        response
     }
 }
 
@@ -164,13 +207,14 @@ impl From<DomainError> for AppError {
             }
             DomainError::Body(_) => Self::new(StatusCode::BAD_REQUEST, "bad_body", message),
             DomainError::Corrupt { id, .. } => {
-                tracing::error!(memory.id = %id, %message, "integrity check failed");
+                let cause = format!("integrity check failed: {message}");
                 Self::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "integrity_error",
                     message,
                 )
                 .with("id", id)
+                .caused_by(cause)
             }
             DomainError::BudgetExceeded {
                 budget,
@@ -196,6 +240,7 @@ impl From<DomainError> for AppError {
                 Self::new(StatusCode::BAD_REQUEST, "invalid_query", message).with("field", "q")
             }
             DomainError::Storage(e) => e.into(),
+            DomainError::Internal(cause) => Self::internal(&cause),
         }
     }
 }
@@ -203,22 +248,18 @@ impl From<DomainError> for AppError {
 impl From<StorageError> for AppError {
     fn from(err: StorageError) -> Self {
         match err {
-            StorageError::Full => {
-                tracing::error!("storage full");
-                Self::new(
-                    StatusCode::INSUFFICIENT_STORAGE,
-                    "insufficient_storage",
-                    "no space left to store the content",
-                )
-            }
-            StorageError::Unavailable(ref why) => {
-                tracing::error!(error = %why, "storage unavailable");
-                Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
-                    "storage is unavailable; retry later",
-                )
-            }
+            StorageError::Full => Self::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "insufficient_storage",
+                "no space left to store the content",
+            )
+            .caused_by("storage full"),
+            StorageError::Unavailable(why) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "storage is unavailable; retry later",
+            )
+            .caused_by(format!("storage unavailable: {why}")),
             other => Self::internal(&other),
         }
     }

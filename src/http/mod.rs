@@ -141,6 +141,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", axum::routing::get(metrics::get))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(error::log_server_errors))
         .layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
             metrics::track,

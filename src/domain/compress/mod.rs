@@ -278,11 +278,9 @@ impl Compressor {
 async fn spawn_blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, DomainError> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| {
-        DomainError::Storage(crate::storage::StorageError::Io(std::io::Error::other(
-            e.to_string(),
-        )))
-    })
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(DomainError::internal)
 }
 
 impl Compressor {

@@ -20,7 +20,6 @@ use super::DomainError;
 use crate::domain::redact::Redactor;
 use crate::domain::seekable;
 use crate::domain::summary::{FrameScan, scan_frame};
-use crate::storage::StorageError;
 use crate::storage::meta::PageEntry;
 
 /// Inputs up to this size are worked on right on the async worker: well
@@ -199,14 +198,13 @@ pub(super) fn start(
 pub(super) async fn finish(job: FrameJob) -> Result<FrameOut, DomainError> {
     let done = match job {
         FrameJob::Done(done) => *done,
-        FrameJob::Running(answer) => answer.await.map_err(|_| {
-            StorageError::Io(std::io::Error::other("a frame worker failed on this frame"))
-        })?,
+        FrameJob::Running(answer) => answer
+            .await
+            .map_err(|_| DomainError::internal("a frame worker failed on this frame"))?,
         FrameJob::Deferred { .. } => {
-            return Err(StorageError::Io(std::io::Error::other(
+            return Err(DomainError::internal(
                 "a deferred frame was awaited without its redactor",
-            ))
-            .into());
+            ));
         }
     };
     done.map_err(|e| DomainError::Storage(e.into()))

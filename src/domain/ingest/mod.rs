@@ -20,7 +20,6 @@ use super::redact::{Redactor, Report, redact_bytes};
 use super::seekable;
 use super::summary::{SummaryBuilder, scan_frame};
 use super::tokens::stream::{ContentTokens, content_tokens};
-use crate::storage::StorageError;
 use crate::storage::blob::{BlobStore, BlobWriter};
 use crate::storage::meta::{FrameEntry, Layout, MetaStore, ObjectRecord};
 
@@ -109,9 +108,7 @@ impl Hashing {
         if let Self::Thread { frames, .. } = self
             && frames.send(content).await.is_err()
         {
-            return Err(
-                StorageError::Io(std::io::Error::other("the hashing thread stopped")).into(),
-            );
+            return Err(DomainError::internal("the hashing thread stopped"));
         }
         Ok(())
     }
@@ -122,9 +119,7 @@ impl Hashing {
             Self::Done(hasher) => Ok(hasher),
             Self::Thread { frames, hasher } => {
                 drop(frames);
-                hasher
-                    .await
-                    .map_err(|e| StorageError::Io(std::io::Error::other(e)).into())
+                hasher.await.map_err(DomainError::internal)
             }
         }
     }
@@ -365,7 +360,7 @@ async fn count_tokens(
     }
     tokio::task::spawn_blocking(move || content_tokens(&frames, Some(digest), max))
         .await
-        .map_err(|e| StorageError::Io(std::io::Error::other(e)).into())
+        .map_err(DomainError::internal)
 }
 
 /// Lines of content with `newlines` newlines ending in `last_byte`.

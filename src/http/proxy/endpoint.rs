@@ -41,7 +41,14 @@ pub fn error_response(
 pub fn app_error(provider: Provider, mut err: AppError) -> Response {
     let headers = err.take_headers();
     let message = format!("cairn: {}", err.message());
-    error_response(provider, err.status(), err.code(), &message, headers)
+    let cause = err.take_cause().unwrap_or_else(|| message.clone());
+    let mut response = error_response(provider, err.status(), err.code(), &message, headers);
+    if err.status().is_server_error() {
+        response
+            .extensions_mut()
+            .insert(crate::http::error::ServerErrorCause(cause));
+    }
+    response
 }
 
 fn openai_type(status: StatusCode) -> &'static str {

@@ -144,7 +144,6 @@ pub fn failure(err: &reqwest::Error) -> AppError {
     }
     // The error's own text names the URL (never a key) and the cause.
     let cause = std::error::Error::source(err).map_or_else(|| err.to_string(), ToString::to_string);
-    tracing::warn!(error = %cause, "upstream unreachable");
     AppError::new(
         StatusCode::BAD_GATEWAY,
         "upstream_unreachable",
