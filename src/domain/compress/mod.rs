@@ -21,6 +21,7 @@ pub mod offload;
 pub mod pairs;
 mod pointer;
 mod selective;
+mod validate;
 mod window;
 
 use std::ops::Range;

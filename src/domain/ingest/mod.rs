@@ -24,6 +24,9 @@ use crate::storage::blob::{BlobStore, BlobWriter};
 use crate::storage::meta::{FrameEntry, Layout, MetaStore, ObjectRecord};
 
 mod frames;
+mod hashing;
+
+use self::hashing::Hashing;
 
 /// How content is framed and where it is stored.
 #[derive(Clone, Debug)]
@@ -76,54 +79,6 @@ enum Sink {
 /// Stored bytes gathered before a write to the blob: one write (a hand-off
 /// to the blocking pool, or a part of an upload) per megabyte, not per frame.
 const WRITE_BATCH: usize = 1 << 20;
-
-/// The content hash. A lone frame is hashed by its worker; the frames of a
-/// longer content go to a thread of their own that hashes them in order
-/// while the next frames are assembled, so hashing (~2 GB/s, one core) is
-/// not a step every frame waits for.
-enum Hashing {
-    /// The hash so far, all of it computed.
-    Done(Sha256),
-    /// Frames being hashed on the blocking pool.
-    Thread {
-        frames: tokio::sync::mpsc::Sender<Bytes>,
-        hasher: tokio::task::JoinHandle<Sha256>,
-    },
-}
-
-impl Hashing {
-    /// Adds the next frame's content.
-    async fn update(&mut self, content: Bytes) -> Result<(), DomainError> {
-        if let Self::Done(hasher) = self {
-            let mut hasher = std::mem::take(hasher);
-            let (frames, mut queue) = tokio::sync::mpsc::channel::<Bytes>(4);
-            let hasher = tokio::task::spawn_blocking(move || {
-                while let Some(content) = queue.blocking_recv() {
-                    hasher.update(&content);
-                }
-                hasher
-            });
-            *self = Self::Thread { frames, hasher };
-        }
-        if let Self::Thread { frames, .. } = self
-            && frames.send(content).await.is_err()
-        {
-            return Err(DomainError::internal("the hashing thread stopped"));
-        }
-        Ok(())
-    }
-
-    /// The hash of all the content added.
-    async fn finish(self) -> Result<Sha256, DomainError> {
-        match self {
-            Self::Done(hasher) => Ok(hasher),
-            Self::Thread { frames, hasher } => {
-                drop(frames);
-                hasher.await.map_err(DomainError::internal)
-            }
-        }
-    }
-}
 
 /// Ordered consumer state: hash, frame index, summary, stored bytes.
 struct Assembly<'a> {

@@ -7,6 +7,7 @@
 //! frame as they are ingested (see [`crate::domain::ingest`]);
 //! [`redact_text`] redacts text held in memory.
 
+mod alternatives;
 mod patterns;
 mod redactor;
 
