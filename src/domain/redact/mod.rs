@@ -95,4 +95,6 @@ pub fn scans_media_type(mime: &str) -> bool {
 }
 
 #[cfg(test)]
+mod frame_tests;
+#[cfg(test)]
 mod tests;
