@@ -307,3 +307,74 @@ async fn an_unreachable_upstream_is_a_502_in_the_providers_shape() {
     let body: Value = answer.json().await.unwrap();
     assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
 }
+
+#[tokio::test]
+async fn an_upstream_that_never_answers_is_a_504() {
+    // Accepts connections (the kernel's backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("http://127.0.0.1:{port}/v1"));
+        c.proxy_timeout_secs = 1;
+    })
+    .await;
+    let answer = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", server.base))
+        .json(&serde_json::json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 504);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "upstream_timeout", "{body}");
+    drop(silent);
+}
+
+#[tokio::test]
+async fn x_cairn_thread_links_the_offloaded_pieces() {
+    if Command::new("python3").arg("--version").status().is_err() {
+        return;
+    }
+    let up = upstream();
+    let server = serve(|c| c.upstream_openai_url = Some(format!("{}/v1", up.url))).await;
+    let http = reqwest::Client::new();
+    let big: String = (0..400)
+        .map(|i| format!("thread test line {i}\n"))
+        .collect();
+    let answer = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .header("x-cairn-thread", "run-42")
+        .json(&serde_json::json!({"model": "gpt-4o", "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": big}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-cairn-offloaded"], "1");
+    let listed: Value = http
+        .get(format!("{}/v1/memories?thread=run-42", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let memories = listed["memories"].as_array().unwrap();
+    assert_eq!(memories.len(), 1, "{listed}");
+    assert_eq!(memories[0]["subtype"], "ls");
+    let content = http
+        .get(format!(
+            "{}/v1/memories/{}/content",
+            server.base,
+            memories[0]["id"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(content, big, "the offloaded piece comes back byte for byte");
+}
