@@ -258,10 +258,10 @@ impl Config {
             ("CAIRN_UPSTREAM_OPENAI_URL", &self.upstream_openai_url),
             ("CAIRN_UPSTREAM_ANTHROPIC_URL", &self.upstream_anthropic_url),
         ] {
-            if url
-                .as_deref()
-                .is_some_and(|u| !(u.starts_with("http://") || u.starts_with("https://")))
-            {
+            // Empty (as compose files pass an unset variable) means off.
+            if url.as_deref().is_some_and(|u| {
+                !u.is_empty() && !(u.starts_with("http://") || u.starts_with("https://"))
+            }) {
                 return Err(format!("{name} must start with http:// or https://"));
             }
         }
