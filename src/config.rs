@@ -260,7 +260,7 @@ impl Config {
         ] {
             // Empty (as compose files pass an unset variable) means off.
             if url.as_deref().is_some_and(|u| {
-                !u.is_empty() && !(u.starts_with("http://") || u.starts_with("https://"))
+                !(u.is_empty() || u.starts_with("http://") || u.starts_with("https://"))
             }) {
                 return Err(format!("{name} must start with http:// or https://"));
             }

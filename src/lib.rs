@@ -7,9 +7,11 @@
 
 pub mod app;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod http;
 pub mod llm;
 pub mod metrics;
 pub mod storage;
+pub mod text;

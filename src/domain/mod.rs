@@ -33,7 +33,7 @@ pub use error::DomainError;
 
 /// Current time in Unix milliseconds.
 pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    crate::clock::now_ms()
 }
 
 /// Builds the tables every put and compress needs (the BPE dictionary of

@@ -6,8 +6,7 @@
 //! Every word is re-quoted, so no character of the input reaches FTS5 as
 //! syntax; whatever cannot be translated is refused with the reason.
 
-use unicode_normalization::UnicodeNormalization;
-use unicode_normalization::char::is_combining_mark;
+pub use crate::text::words;
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 1024;
@@ -45,26 +44,6 @@ enum Token {
     Not,
     Open,
     Close,
-}
-
-/// Words as SQLite's `unicode61 remove_diacritics 2` tokenizer sees them
-/// (runs of letters and digits), lower case and without accents: for query
-/// terms, hit lines and the PostgreSQL index alike.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(fold)
-}
-
-/// One word lower-cased with its diacritics removed (`Café` → `cafe`).
-fn fold(word: &str) -> String {
-    if word.is_ascii() {
-        return word.to_ascii_lowercase();
-    }
-    word.nfd()
-        .filter(|&c| !is_combining_mark(c))
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 fn lex(input: &str) -> Result<Vec<Token>, QueryError> {

@@ -1,6 +1,6 @@
 //! The hot cache around the stores: a [`CachedBlobStore`] keeps stored frame
 //! bytes in Redis/Dragonfly for every replica (the decoded-frame LRU of one
-//! process is [`crate::domain::frame_cache`]), and a [`CachedMetaStore`]
+//! process is the domain's `frame_cache`), and a [`CachedMetaStore`]
 //! keeps object records (frame indexes, inline data) there.
 //!
 //! Cached frame bytes are the stored (compressed) frame, so each use is

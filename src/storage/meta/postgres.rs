@@ -86,7 +86,7 @@ impl MetaStore for PgMetaStore {
         let row = sqlx::query(&sql)
             .bind(namespace)
             .bind(id)
-            .bind(crate::domain::now_ms())
+            .bind(crate::clock::now_ms())
             .fetch_optional(&self.pool)
             .await?;
         row.map(|r| memory_from_row(&r)).transpose()
@@ -108,7 +108,7 @@ impl MetaStore for PgMetaStore {
         .bind(namespace)
         .bind(prefix)
         .bind(upper)
-        .bind(crate::domain::now_ms())
+        .bind(crate::clock::now_ms())
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
@@ -122,7 +122,7 @@ impl MetaStore for PgMetaStore {
         sql.push(" WHERE m.namespace = ")
             .push_bind(query.namespace.clone())
             .push(" AND (m.expires_at IS NULL OR m.pinned OR m.expires_at > ")
-            .push_bind(crate::domain::now_ms())
+            .push_bind(crate::clock::now_ms())
             .push(")");
         postgres_search::push_filters(&mut sql, query);
         if let Some((created, id)) = &query.after {

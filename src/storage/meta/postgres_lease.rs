@@ -1,6 +1,6 @@
 //! Object leases on PostgreSQL: a session-level advisory lock per object, so
 //! that a put on one replica and a GC on another take turns on the same object
-//! (see `crate::domain::gc` for what each side holds it across).
+//! (see the domain's `gc` module for what each side holds it across).
 //!
 //! Leases have a pool of their own. A lease waiting for the lock holds its
 //! connection, and the holder of a lease needs a connection of the main pool

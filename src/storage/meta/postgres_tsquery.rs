@@ -8,7 +8,7 @@
 //! adjacency binds tightest, then `NOT`, then `AND`, then `OR`, all left to
 //! right (`a NOT b c` is `a NOT (b c)`).
 
-use crate::domain::search::query::words;
+use crate::text::words;
 
 /// A parsed expression.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -115,7 +115,7 @@ impl MetaStore for SqliteMetaStore {
         let row = sqlx::query(&sql)
             .bind(namespace)
             .bind(id)
-            .bind(crate::domain::now_ms())
+            .bind(crate::clock::now_ms())
             .fetch_optional(&self.read)
             .await?;
         row.map(|r| memory_from_row(&r)).transpose()
@@ -135,7 +135,7 @@ impl MetaStore for SqliteMetaStore {
         .bind(namespace)
         .bind(prefix)
         .bind(upper)
-        .bind(crate::domain::now_ms())
+        .bind(crate::clock::now_ms())
         .bind(limit)
         .fetch_all(&self.read)
         .await?;
@@ -149,7 +149,7 @@ impl MetaStore for SqliteMetaStore {
         sql.push(" WHERE m.namespace = ")
             .push_bind(&query.namespace)
             .push(" AND (m.expires_at IS NULL OR m.pinned = 1 OR m.expires_at > ")
-            .push_bind(crate::domain::now_ms())
+            .push_bind(crate::clock::now_ms())
             .push(")");
         let exact = [
             ("m.type", &query.kind),
