@@ -137,34 +137,10 @@ pub async fn prune(
 ) -> Result<Json<PruneView>, AppError> {
     require_admin(&caller)?;
     let body: PruneBody = body(&bytes)?;
-    let rule = RetentionRule {
-        keep_days: body.keep_days,
-        keep_entries: body.keep_entries,
-        max_bytes: body.max_bytes,
-    };
-    if rule.is_empty() {
-        return Err(AppError::bad_request(
-            "give at least one of `keep_days`, `keep_entries`, `max_bytes`",
-        ));
-    }
-    let request = PruneRequest {
-        filter: PruneFilter {
-            namespace: caller.namespace,
-            kind: body.kind.map(|k| k.to_ascii_uppercase()),
-            subtype: body.subtype,
-            tag: body.tag,
-            thread: body.thread,
-            checkpoint: body.checkpoint,
-            directory: body.directory,
-        },
-        rule,
-        order: match body.order {
-            OrderParam::Oldest => PruneOrder::Oldest,
-            OrderParam::LeastAccessed => PruneOrder::LeastAccessed,
-        },
-        dry_run: body.dry_run,
-    };
-    let report = state.maintenance.prune(&request).await?;
+    let report = state
+        .maintenance
+        .prune(&body.request(caller.namespace)?)
+        .await?;
     Ok(Json(PruneView {
         removed_count: report.removed.len() as u64,
         removed_bytes: report.removed_bytes,
@@ -182,6 +158,39 @@ pub async fn prune(
             })
             .collect(),
     }))
+}
+
+impl PruneBody {
+    /// The prune this body asks for in `namespace`.
+    fn request(self, namespace: String) -> Result<PruneRequest, AppError> {
+        let rule = RetentionRule {
+            keep_days: self.keep_days,
+            keep_entries: self.keep_entries,
+            max_bytes: self.max_bytes,
+        };
+        if rule.is_empty() {
+            return Err(AppError::bad_request(
+                "give at least one of `keep_days`, `keep_entries`, `max_bytes`",
+            ));
+        }
+        Ok(PruneRequest {
+            filter: PruneFilter {
+                namespace,
+                kind: self.kind.map(|k| k.to_ascii_uppercase()),
+                subtype: self.subtype,
+                tag: self.tag,
+                thread: self.thread,
+                checkpoint: self.checkpoint,
+                directory: self.directory,
+            },
+            rule,
+            order: match self.order {
+                OrderParam::Oldest => PruneOrder::Oldest,
+                OrderParam::LeastAccessed => PruneOrder::LeastAccessed,
+            },
+            dry_run: self.dry_run,
+        })
+    }
 }
 
 /// GC options.

@@ -148,6 +148,11 @@ impl AppError {
         Value::Object(body)
     }
 
+    /// A 500 whose cause is logged, not sent (for `map_err`).
+    pub fn internal_error(cause: impl std::fmt::Display) -> Self {
+        Self::internal(&cause)
+    }
+
     /// The body of a 500 whose cause is logged here (it is no HTTP answer of
     /// its own: an MCP tool result), not sent.
     pub fn internal_value(cause: &dyn std::fmt::Display) -> Value {

@@ -17,10 +17,10 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::filters::Filters;
 use super::views::{ListView, MemoryView, PutView, RedactedView};
 use crate::domain::fields::FieldsInput;
 use crate::domain::ids::IdRef;
-use crate::storage::meta::ListQuery;
 
 /// Descriptive fields as query parameters (raw uploads; JSON puts may use them too).
 #[derive(Deserialize, IntoParams, Default)]
@@ -103,7 +103,39 @@ pub async fn put(
     ApiQuery(params): ApiQuery<PutParams>,
     request: Request,
 ) -> Result<Response, AppError> {
-    let content_type = request
+    let ns = &caller.namespace;
+    let stored = match media_type(&request) {
+        Some(json) if json == "application/json" => {
+            let body = read_json(request.into_body(), state.config.max_json_bytes).await?;
+            let (fields, content) = body.fields(params);
+            let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(content))]);
+            state.memories.put(ns, fields, content).await?
+        }
+        media_type => {
+            let fields = params.fields(media_type);
+            let body = request.into_body().into_data_stream();
+            state.memories.put(ns, fields, body).await?
+        }
+    };
+    state.ledger.account_put(ns, &stored).await;
+    let status = if stored.deduplicated {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    let location = format!("/v1/memories/{}", stored.record.id);
+    let view = PutView {
+        redacted: RedactedView::new(stored.redacted.as_ref()),
+        memory: MemoryView::new(stored.record, state.memories.limits()),
+        deduplicated: stored.deduplicated,
+        tokens_saved: stored.tokens_saved,
+    };
+    Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+}
+
+/// The request's media type, lower case, without parameters.
+fn media_type(request: &Request) -> Option<String> {
+    request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -113,58 +145,46 @@ pub async fn put(
                 .unwrap_or_default()
                 .trim()
                 .to_ascii_lowercase()
-        });
-    let stored = if content_type.as_deref() == Some("application/json") {
-        let body = read_json(request.into_body(), state.config.max_json_bytes).await?;
+        })
+}
+
+impl PutParams {
+    /// The fields of a raw upload (`mime` defaults to the request's media type).
+    fn fields(self, media_type: Option<String>) -> FieldsInput {
+        FieldsInput {
+            kind: self.kind,
+            subtype: self.subtype,
+            mime: self.mime.or(media_type),
+            title: self.title,
+            tags: split_tags(self.tags.as_deref()),
+            thread: self.thread,
+            checkpoint: self.checkpoint,
+            directory: self.directory,
+            ttl_seconds: self.ttl_seconds,
+            pinned: self.pinned,
+        }
+    }
+}
+
+impl PutBody {
+    /// The fields of a JSON put (its own first, else the query's) and its content.
+    fn fields(self, params: PutParams) -> (FieldsInput, String) {
         let fields = FieldsInput {
-            kind: body.kind.or(params.kind),
-            subtype: body.subtype.or(params.subtype),
-            mime: body.mime.or(params.mime),
-            title: body.title.or(params.title),
-            tags: body
+            kind: self.kind.or(params.kind),
+            subtype: self.subtype.or(params.subtype),
+            mime: self.mime.or(params.mime),
+            title: self.title.or(params.title),
+            tags: self
                 .tags
                 .unwrap_or_else(|| split_tags(params.tags.as_deref())),
-            thread: body.thread.or(params.thread),
-            checkpoint: body.checkpoint.or(params.checkpoint),
-            directory: body.directory.or(params.directory),
-            ttl_seconds: body.ttl_seconds.or(params.ttl_seconds),
-            pinned: body.pinned.or(params.pinned),
+            thread: self.thread.or(params.thread),
+            checkpoint: self.checkpoint.or(params.checkpoint),
+            directory: self.directory.or(params.directory),
+            ttl_seconds: self.ttl_seconds.or(params.ttl_seconds),
+            pinned: self.pinned.or(params.pinned),
         };
-        let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(body.content))]);
-        state
-            .memories
-            .put(&caller.namespace, fields, content)
-            .await?
-    } else {
-        let fields = FieldsInput {
-            kind: params.kind,
-            subtype: params.subtype,
-            mime: params.mime.or(content_type),
-            title: params.title,
-            tags: split_tags(params.tags.as_deref()),
-            thread: params.thread,
-            checkpoint: params.checkpoint,
-            directory: params.directory,
-            ttl_seconds: params.ttl_seconds,
-            pinned: params.pinned,
-        };
-        let body = request.into_body().into_data_stream();
-        state.memories.put(&caller.namespace, fields, body).await?
-    };
-    let status = if stored.deduplicated {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
-    };
-    state.ledger.account_put(&caller.namespace, &stored).await;
-    let location = format!("/v1/memories/{}", stored.record.id);
-    let view = PutView {
-        redacted: RedactedView::new(stored.redacted.as_ref()),
-        memory: MemoryView::new(stored.record, state.memories.limits()),
-        deduplicated: stored.deduplicated,
-        tokens_saved: stored.tokens_saved,
-    };
-    Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+        (fields, self.content)
+    }
 }
 
 /// Reads a JSON put body of at most `limit` bytes.
@@ -228,6 +248,22 @@ pub struct ListParams {
     pub cursor: Option<String>,
 }
 
+impl ListParams {
+    /// The filter fields, taken out.
+    fn filters(&mut self) -> Filters {
+        Filters {
+            kind: self.kind.take(),
+            subtype: self.subtype.take(),
+            tag: self.tag.take(),
+            thread: self.thread.take(),
+            checkpoint: self.checkpoint.take(),
+            directory: self.directory.take(),
+            since: self.since.take(),
+            until: self.until.take(),
+        }
+    }
+}
+
 /// Lists the caller's memories, newest first.
 #[utoipa::path(
     get, path = "/v1/memories", tag = "memories", params(ListParams),
@@ -237,7 +273,7 @@ pub struct ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    ApiQuery(params): ApiQuery<ListParams>,
+    ApiQuery(mut params): ApiQuery<ListParams>,
 ) -> Result<Json<ListView>, AppError> {
     let limit = params.limit.unwrap_or(50);
     if !(1..=crate::domain::memories::MAX_PAGE).contains(&limit) {
@@ -245,27 +281,8 @@ pub async fn list(
             AppError::bad_request("`limit` must be between 1 and 200").with("field", "limit")
         );
     }
-    let query = ListQuery {
-        namespace: caller.namespace,
-        kind: params.kind.map(|k| k.to_ascii_uppercase()),
-        subtype: params.subtype,
-        tag: params.tag,
-        thread: params.thread,
-        checkpoint: params.checkpoint,
-        directory: params.directory,
-        since: params
-            .since
-            .as_deref()
-            .map(|t| parse_time("since", t))
-            .transpose()?,
-        until: params
-            .until
-            .as_deref()
-            .map(|t| parse_time("until", t))
-            .transpose()?,
-        after: params.cursor.as_deref().map(decode_cursor).transpose()?,
-        limit: limit + 1,
-    };
+    let mut query = params.filters().query(caller.namespace, limit + 1)?;
+    query.after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     let mut records = state.memories.list(query).await?;
     let next_cursor = if records.len() > limit as usize {
         records.truncate(limit as usize);
@@ -281,20 +298,6 @@ pub async fn list(
             .collect(),
         next_cursor,
     }))
-}
-
-pub(super) fn parse_time(field: &'static str, text: &str) -> Result<i64, AppError> {
-    if let Ok(seconds) = text.parse::<i64>() {
-        return Ok(seconds.saturating_mul(1000));
-    }
-    chrono::DateTime::parse_from_rfc3339(text)
-        .map(|t| t.timestamp_millis())
-        .map_err(|_| {
-            AppError::bad_request(format!(
-                "`{field}` must be an RFC 3339 time (2026-01-31T12:00:00Z) or Unix seconds"
-            ))
-            .with("field", field)
-        })
 }
 
 fn encode_cursor(created_at: i64, id: &str) -> String {

@@ -9,11 +9,10 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::ApiQuery;
-use super::memories::parse_time;
+use super::filters::Filters;
 use crate::domain::ids::MemoryId;
 use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS, SearchResult};
 use crate::domain::slicing::line_uri;
-use crate::storage::meta::ListQuery;
 
 /// The query and its filters.
 #[derive(Deserialize, IntoParams)]
@@ -131,27 +130,17 @@ pub(crate) async fn find(
             AppError::bad_request("`limit` must be between 1 and 100").with("field", "limit")
         );
     }
-    let filter = ListQuery {
-        namespace,
-        kind: params.kind.map(|k| k.to_ascii_uppercase()),
+    let filter = Filters {
+        kind: params.kind,
         subtype: params.subtype,
         tag: params.tag,
         thread: params.thread,
         checkpoint: params.checkpoint,
         directory: params.directory,
-        since: params
-            .since
-            .as_deref()
-            .map(|t| parse_time("since", t))
-            .transpose()?,
-        until: params
-            .until
-            .as_deref()
-            .map(|t| parse_time("until", t))
-            .transpose()?,
-        after: None,
-        limit,
-    };
+        since: params.since,
+        until: params.until,
+    }
+    .query(namespace, limit)?;
     let results = state.search.search(&params.q, filter).await?;
     Ok(SearchView {
         results: results.into_iter().map(Into::into).collect(),

@@ -5,76 +5,48 @@
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::{Exchange, tools, upstream};
-use crate::domain::proxying::usage::{self, Round, Usage};
+use crate::domain::proxying::usage;
 use crate::http::error::AppError;
 
 /// Runs the exchange to its final answer.
 pub async fn run(x: &Exchange, mut body: Value, mut bytes: Vec<u8>) -> Result<Response, AppError> {
-    let proxy = x.proxy();
     let mut waited = Duration::ZERO;
     let mut total_usage: Option<Value> = None;
     let mut first_cache_write = 0;
     let mut rounds = 0;
     loop {
         let asked = Instant::now();
-        let answer = upstream::send(
-            &proxy.client,
-            &x.url,
-            x.headers.clone(),
-            bytes,
-            proxy.timeout,
-        )
-        .await?;
-        let status = answer.status();
-        let mut headers = upstream::response_headers(answer.headers());
-        let content = tokio::time::timeout(proxy.timeout, answer.bytes())
-            .await
-            .map_err(|_| upstream::timed_out(proxy.timeout))?
-            .map_err(|e| upstream::failure(&e))?;
+        let (status, mut headers, content) = ask(x, bytes).await?;
         waited += asked.elapsed();
-        let parsed = if status.is_success() {
-            serde_json::from_slice::<Value>(&content).ok()
-        } else {
-            None
-        };
+        let parsed = status
+            .is_success()
+            .then(|| serde_json::from_slice::<Value>(&content).ok())
+            .flatten();
         // An error or a body Cairn cannot read goes to the client as it came.
         let Some(mut parsed) = parsed else {
             headers.extend(x.cairn_headers(rounds));
             x.record_latency(waited);
             return Ok(respond(status, headers, Body::from(content)));
         };
-        let round_usage = Usage::of(x.endpoint, &parsed["usage"]);
-        if let Some(u) = round_usage {
-            if rounds == 0 {
-                first_cache_write = u.cache_write;
-            }
-            let model = parsed["model"].as_str().unwrap_or(&x.model).to_owned();
-            let estimated = (rounds == 0).then_some(x.report.tokens_after);
-            usage::record_round(
-                &x.state.ledger,
-                &x.caller.namespace,
-                &Round {
-                    endpoint: x.endpoint,
-                    model: &model,
-                    usage: u,
-                    estimated_input: estimated,
-                },
-            )
+        let used = x
+            .account_round(rounds, &parsed["usage"], parsed["model"].as_str())
             .await;
+        if rounds == 0 {
+            first_cache_write = used.map_or(0, |u| u.cache_write);
         }
         match &mut total_usage {
             Some(total) => usage::add_usage(total, &parsed["usage"]),
             None => total_usage = Some(parsed["usage"].clone()),
         }
-        let ours: Vec<tools::ToolCall> = tools::calls(x.endpoint, &parsed)
-            .into_iter()
-            .filter(|c| x.ours.contains(&c.name.as_str()))
-            .collect();
-        if ours.is_empty() || rounds + 1 >= proxy.max_rounds {
+        let ours = x.our_calls(&parsed);
+        if ours.is_empty() || rounds + 1 >= x.proxy().max_rounds {
             if !ours.is_empty() {
                 tools::strip(x.endpoint, &mut parsed, &x.ours);
             }
@@ -83,29 +55,36 @@ pub async fn run(x: &Exchange, mut body: Value, mut bytes: Vec<u8>) -> Result<Re
             }
             x.record_saving(first_cache_write).await?;
             headers.extend(x.cairn_headers(rounds));
-            let content =
-                serde_json::to_vec(&parsed).map_err(|e| AppError::bad_request(e.to_string()))?;
-            headers.insert(
-                axum::http::header::CONTENT_TYPE,
-                axum::http::HeaderValue::from_static("application/json"),
-            );
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            let content = serde_json::to_vec(&parsed).map_err(AppError::internal_error)?;
             x.record_latency(waited);
             return Ok(respond(status, headers, Body::from(content)));
         }
-        let mut results = Vec::with_capacity(ours.len());
-        for call in ours {
-            results.push(tools::run(&x.state, &x.caller, call).await);
-        }
+        let results = x.answer_calls(ours).await;
         tools::continue_with(x.endpoint, &mut body, &parsed, &results);
-        bytes = serde_json::to_vec(&body).map_err(|e| AppError::bad_request(e.to_string()))?;
+        bytes = serde_json::to_vec(&body).map_err(AppError::internal_error)?;
         rounds += 1;
-        x.state
-            .metrics
-            .proxy
-            .rounds
-            .with_label_values(&[x.endpoint.provider().name()])
-            .inc();
     }
+}
+
+/// One upstream call: the answer's status, headers and whole body.
+async fn ask(x: &Exchange, bytes: Vec<u8>) -> Result<(StatusCode, HeaderMap, Bytes), AppError> {
+    let proxy = x.proxy();
+    let answer = upstream::send(
+        &proxy.client,
+        &x.url,
+        x.headers.clone(),
+        bytes,
+        proxy.timeout,
+    )
+    .await?;
+    let status = answer.status();
+    let headers = upstream::response_headers(answer.headers());
+    let content = tokio::time::timeout(proxy.timeout, answer.bytes())
+        .await
+        .map_err(|_| upstream::timed_out(proxy.timeout))?
+        .map_err(|e| upstream::failure(&e))?;
+    Ok((status, headers, content))
 }
 
 /// A response with a status, headers and body.

@@ -26,6 +26,7 @@ use crate::http::error::AppError;
 mod answer;
 mod auth;
 mod endpoint;
+mod rounds;
 mod sse;
 mod stream;
 mod tools;
@@ -203,29 +204,8 @@ async fn exchange(
     let caller = auth::caller(&state.auth, provider, upstream, &headers)?;
     let mut body = read_json(body, state.config.max_json_bytes).await?;
     state.ledger.check_budget(&caller.namespace).await?;
-    let thread = headers
-        .get("x-cairn-thread")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let rewriter = Rewriter {
-        compressor: &state.compressor,
-        ledger: &state.ledger,
-        governor: &state.governor,
-        settings: &state.proxy.rewrite,
-    };
-    let report = rewriter
-        .rewrite(&caller.namespace, endpoint, &mut body, thread)
-        .await?;
-    let mut bytes = serde_json::to_vec(&body).map_err(|e| AppError::bad_request(e.to_string()))?;
-    let ours = if tools::has_pointer(&bytes) {
-        let added = tools::add(endpoint, &mut body);
-        if !added.is_empty() {
-            bytes = serde_json::to_vec(&body).map_err(|e| AppError::bad_request(e.to_string()))?;
-        }
-        added
-    } else {
-        Vec::new()
-    };
+    let thread = headers.get("x-cairn-thread").and_then(|v| v.to_str().ok());
+    let (report, bytes, ours) = prepare(state, &caller, endpoint, &mut body, thread).await?;
     let exchange = Exchange {
         state: state.clone(),
         endpoint,
@@ -244,6 +224,37 @@ async fn exchange(
     }
 }
 
+/// Rewrites `body` (offload, govern), adds Cairn's tools when it holds a
+/// pointer; answers the report, the bytes to send and the tools added.
+async fn prepare(
+    state: &AppState,
+    caller: &Caller,
+    endpoint: Endpoint,
+    body: &mut Value,
+    thread: Option<&str>,
+) -> Result<(Report, Vec<u8>, Vec<&'static str>), AppError> {
+    let rewriter = Rewriter {
+        compressor: &state.compressor,
+        ledger: &state.ledger,
+        governor: &state.governor,
+        settings: &state.proxy.rewrite,
+    };
+    let thread = thread.map(str::to_owned);
+    let report = rewriter
+        .rewrite(&caller.namespace, endpoint, body, thread)
+        .await?;
+    let bytes = serde_json::to_vec(body).map_err(AppError::internal_error)?;
+    if !tools::has_pointer(&bytes) {
+        return Ok((report, bytes, Vec::new()));
+    }
+    let ours = tools::add(endpoint, body);
+    if ours.is_empty() {
+        return Ok((report, bytes, ours));
+    }
+    let bytes = serde_json::to_vec(body).map_err(AppError::internal_error)?;
+    Ok((report, bytes, ours))
+}
+
 /// A route passed through as it is (`/v1/models`, `count_tokens`).
 async fn passed_through(
     state: AppState,
@@ -258,41 +269,50 @@ async fn passed_through(
     } else {
         "count_tokens"
     };
-    let result = async {
-        let upstream = state
-            .proxy
-            .upstream(provider)
-            .ok_or_else(|| not_enabled(provider))?;
-        auth::caller(&state.auth, provider, upstream, &headers)?;
-        let body = axum::body::to_bytes(body, state.config.max_json_bytes)
-            .await
-            .map_err(|_| too_large(state.config.max_json_bytes))?;
-        let path = match provider {
-            // The OpenAI base URL ends in /v1 already.
-            Provider::OpenAi => uri.path().trim_start_matches("/v1"),
-            Provider::Anthropic => uri.path(),
-        };
-        let url = upstream.url(path, uri.query());
-        let answer = upstream::forward(
-            &state.proxy.client,
-            method,
-            &url,
-            upstream::request_headers(&headers, provider, upstream),
-            body.to_vec(),
-            state.proxy.timeout,
-        )
-        .await?;
-        let status = answer.status();
-        let headers = upstream::response_headers(answer.headers());
-        let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
-        *response.status_mut() = status;
-        *response.headers_mut() = headers;
-        Ok::<_, AppError>(response)
-    }
-    .await;
-    let response = result.unwrap_or_else(|err| endpoint::app_error(provider, err));
+    let response = forward(&state, provider, method, &uri, &headers, body)
+        .await
+        .unwrap_or_else(|err| endpoint::app_error(provider, err));
     count(&state, provider, name, response.status());
     response
+}
+
+async fn forward(
+    state: &AppState,
+    provider: Provider,
+    method: Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, AppError> {
+    let upstream = state
+        .proxy
+        .upstream(provider)
+        .ok_or_else(|| not_enabled(provider))?;
+    auth::caller(&state.auth, provider, upstream, headers)?;
+    let body = axum::body::to_bytes(body, state.config.max_json_bytes)
+        .await
+        .map_err(|_| too_large(state.config.max_json_bytes))?;
+    let path = match provider {
+        // The OpenAI base URL ends in /v1 already.
+        Provider::OpenAi => uri.path().trim_start_matches("/v1"),
+        Provider::Anthropic => uri.path(),
+    };
+    let answer = upstream::forward(
+        &state.proxy.client,
+        method,
+        &upstream.url(path, uri.query()),
+        upstream::request_headers(headers, provider, upstream),
+        body.to_vec(),
+        state.proxy.timeout,
+    )
+    .await?;
+    let status = answer.status();
+    let headers = upstream::response_headers(answer.headers());
+    Ok(answer::respond(
+        status,
+        headers,
+        Body::from_stream(answer.bytes_stream()),
+    ))
 }
 
 fn count(state: &AppState, provider: Provider, endpoint: &str, status: StatusCode) {

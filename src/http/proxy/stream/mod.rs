@@ -23,7 +23,6 @@ use super::answer::respond;
 use super::sse::Parser;
 use super::{Exchange, tools, upstream};
 use crate::domain::proxying::Endpoint;
-use crate::domain::proxying::usage::{self, Round, Usage};
 use crate::http::error::AppError;
 
 /// Longest silence of an upstream stream before it counts as cut.
@@ -102,33 +101,20 @@ struct Rounds {
 impl Rounds {
     async fn drive(&mut self, mut response: reqwest::Response) {
         let mut rounds = 0;
-        let mut first_cache_write = None;
+        let mut first_cache_write = 0;
         loop {
             let Some(answer) = self.pump(response).await else {
                 return;
             };
-            let round_usage = Usage::of(self.x.endpoint, &answer.usage);
-            if let Some(u) = round_usage {
-                first_cache_write.get_or_insert(u.cache_write);
-                let model = answer.model.clone().unwrap_or_else(|| self.x.model.clone());
-                let estimated = (rounds == 0).then_some(self.x.report.tokens_after);
-                usage::record_round(
-                    &self.x.state.ledger,
-                    &self.x.caller.namespace,
-                    &Round {
-                        endpoint: self.x.endpoint,
-                        model: &model,
-                        usage: u,
-                        estimated_input: estimated,
-                    },
-                )
+            let used = self
+                .x
+                .account_round(rounds, &answer.usage, answer.model.as_deref())
                 .await;
+            if rounds == 0 {
+                first_cache_write = used.map_or(0, |u| u.cache_write);
             }
             self.filter.add_usage(&answer.usage);
-            let ours: Vec<tools::ToolCall> = tools::calls(self.x.endpoint, &answer.message)
-                .into_iter()
-                .filter(|c| self.x.ours.contains(&c.name.as_str()))
-                .collect();
+            let ours = self.x.our_calls(&answer.message);
             if ours.is_empty() || rounds + 1 >= self.x.proxy().max_rounds {
                 let events = self.filter.finish(!ours.is_empty());
                 for event in events {
@@ -136,26 +122,16 @@ impl Rounds {
                         return;
                     }
                 }
-                if let Err(e) = self.x.record_saving(first_cache_write.unwrap_or(0)).await {
+                if let Err(e) = self.x.record_saving(first_cache_write).await {
                     tracing::warn!(error = e.message(), "could not record the proxy's saving");
                 }
                 self.x.record_latency(self.waited);
                 return;
             }
-            let mut results = Vec::with_capacity(ours.len());
-            for call in ours {
-                results.push(tools::run(&self.x.state, &self.x.caller, call).await);
-            }
+            let results = self.x.answer_calls(ours).await;
             tools::continue_with(self.x.endpoint, &mut self.body, &answer.message, &results);
             self.filter.next_round();
             rounds += 1;
-            self.x
-                .state
-                .metrics
-                .proxy
-                .rounds
-                .with_label_values(&[self.x.endpoint.provider().name()])
-                .inc();
             let Ok(bytes) = serde_json::to_vec(&self.body) else {
                 return self.cut("cannot serialize the next round").await;
             };

@@ -1,0 +1,54 @@
+//! What every round of an exchange does, streamed or not: account the
+//! answer's usage, find the calls to Cairn's own tools, answer them.
+
+use serde_json::Value;
+
+use super::{Exchange, tools};
+use crate::domain::proxying::usage::{self, Round, Usage};
+
+impl Exchange {
+    /// Records round `round`'s usage (its `usage` object, answered by `model`
+    /// or the request's); answers it as read.
+    pub(super) async fn account_round(
+        &self,
+        round: usize,
+        usage_object: &Value,
+        model: Option<&str>,
+    ) -> Option<Usage> {
+        let u = Usage::of(self.endpoint, usage_object)?;
+        let model = model.unwrap_or(&self.model);
+        // Cairn's estimate is of the request it rewrote: the first round's.
+        let estimated = (round == 0).then_some(self.report.tokens_after);
+        let recorded = Round {
+            endpoint: self.endpoint,
+            model,
+            usage: u,
+            estimated_input: estimated,
+        };
+        usage::record_round(&self.state.ledger, &self.caller.namespace, &recorded).await;
+        Some(u)
+    }
+
+    /// The answer's calls to Cairn's own tools.
+    pub(super) fn our_calls(&self, answer: &Value) -> Vec<tools::ToolCall> {
+        tools::calls(self.endpoint, answer)
+            .into_iter()
+            .filter(|c| self.ours.contains(&c.name.as_str()))
+            .collect()
+    }
+
+    /// Runs Cairn's calls, in order, and counts the round.
+    pub(super) async fn answer_calls(&self, calls: Vec<tools::ToolCall>) -> Vec<tools::ToolResult> {
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            results.push(tools::run(&self.state, &self.caller, call).await);
+        }
+        self.state
+            .metrics
+            .proxy
+            .rounds
+            .with_label_values(&[self.endpoint.provider().name()])
+            .inc();
+        results
+    }
+}
