@@ -281,3 +281,64 @@ fn search_refs_prune_gc_and_verify_talk_to_their_endpoints() {
     assert!(verify["checked_objects"].as_u64().unwrap() >= 1, "{verify}");
     assert!(verify["corrupt"].as_array().unwrap().is_empty(), "{verify}");
 }
+
+#[test]
+fn fetch_by_uri_honours_range_flags_and_refuses_two_ranges() {
+    let server = start();
+    let url = &server.url;
+    let content = log_lines(500);
+    let id = json(&cli(url, &["put", "--stdin", "--json"], Some(&content)))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lines_of = |a: usize, b: usize| -> Vec<u8> {
+        content
+            .split_inclusive(|&c| c == b'\n')
+            .skip(a - 1)
+            .take(b - a + 1)
+            .collect::<Vec<_>>()
+            .concat()
+    };
+    let uri = format!("mem://{id}");
+
+    // A bare URI with --lines gives those lines, exactly as the id does.
+    let by_uri = cli(url, &["fetch", &uri, "--lines", "100:110"], None);
+    assert!(
+        by_uri.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_uri.stderr)
+    );
+    assert_eq!(by_uri.stdout, lines_of(100, 110));
+    assert_eq!(
+        cli(url, &["fetch", &id, "--lines", "100:110"], None).stdout,
+        by_uri.stdout
+    );
+
+    // --bytes too.
+    let bytes = cli(url, &["fetch", &uri, "--bytes", "10:20"], None);
+    assert!(bytes.status.success());
+    // (A slice that does not end a line is printed with a newline after it.)
+    assert_eq!(bytes.stdout, [&content[10..30], b"\n"].concat());
+
+    // A URI with its own range is fetched as it is.
+    let ranged = cli(url, &["fetch", &format!("{uri}#L5-7")], None);
+    assert!(ranged.status.success());
+    assert_eq!(ranged.stdout, lines_of(5, 7));
+
+    // A URI with a range plus a flag is a usage error (exit 2), not a silent choice.
+    for flag in [["--lines", "1:2"], ["--bytes", "0:10"], ["--chunk", "0"]] {
+        let both = cli(
+            url,
+            &["fetch", &format!("{uri}#L5-7"), flag[0], flag[1]],
+            None,
+        );
+        assert_eq!(both.status.code(), Some(2), "{flag:?}");
+        assert!(String::from_utf8_lossy(&both.stderr).contains("names its own range"));
+    }
+    let both = cli(
+        url,
+        &["fetch", &format!("{uri}?offset=0&len=5"), "--lines", "1:2"],
+        None,
+    );
+    assert_eq!(both.status.code(), Some(2));
+}

@@ -138,15 +138,35 @@ fn print_slice(v: &Value) {
 pub async fn fetch(a: FetchArgs) -> Result<(), CliError> {
     let client = Client::new(a.conn)?;
     let get = reqwest::Method::GET;
-    if a.target.starts_with("mem://") {
-        let request = client
-            .request(get, "/v1/fetch")
-            .query(&[("uri", &a.target)]);
-        let answer = client.send_json(request).await?;
-        client.print(&answer, print_slice);
-        return Ok(());
-    }
-    let id = &a.target;
+    let flagged = a.lines.is_some() || a.bytes.is_some() || a.chunk.is_some() || a.summary_only;
+    let id = match a.target.strip_prefix("mem://") {
+        // A URI that names its range is fetched as it is; one flag more is ambiguous.
+        Some(rest) if rest.contains(['#', '?']) => {
+            if flagged {
+                return Err(CliError::Usage(format!(
+                    "`{}` names its own range: drop --lines/--bytes/--chunk/--summary-only, or pass mem://<id> or the id",
+                    a.target
+                )));
+            }
+            let request = client
+                .request(get, "/v1/fetch")
+                .query(&[("uri", &a.target)]);
+            let answer = client.send_json(request).await?;
+            client.print(&answer, print_slice);
+            return Ok(());
+        }
+        Some(id) if !flagged => {
+            // A bare pointer: its first slice, as `/v1/fetch` answers it.
+            let request = client
+                .request(get, "/v1/fetch")
+                .query(&[("uri", &format!("mem://{id}"))]);
+            let answer = client.send_json(request).await?;
+            client.print(&answer, print_slice);
+            return Ok(());
+        }
+        Some(id) => id,
+        None => a.target.as_str(),
+    };
     if !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(CliError::Usage(format!(
             "`{id}` is neither an id nor a mem:// URI"
