@@ -6,7 +6,7 @@
 //! Today's spend per namespace is kept in memory (loaded at start), so budgets
 //! are enforced at once, not at the next flush.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -14,18 +14,22 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::DomainError;
 use super::memories::Stored;
-use super::pricing::{Price, Pricing, normalize};
+use super::pricing::{Pricing, normalize};
 use super::tokens::Counter;
 use crate::metrics::{Metrics, type_label};
-use crate::storage::meta::{CalibrationRow, MetaStore, NamespaceTotals, UsageQuery, UsageRow};
+use crate::storage::meta::{CalibrationRow, MetaStore, UsageQuery, UsageRow};
 
 pub mod budget;
 pub mod calibration;
 mod pending;
+mod report;
+mod stats;
 
 pub use budget::{Budgets, Limits, Spend};
 pub use calibration::Calibration;
 use pending::Pending;
+pub use report::{UsageRecorded, UsageReport, UsageTotals};
+pub use stats::NamespaceStats;
 
 /// Governor tiers, as counted.
 pub const TIERS: [&str; 3] = ["normal", "warn", "pointer_only"];
@@ -97,141 +101,6 @@ pub struct LedgerConfig {
     pub pricing: Pricing,
     /// Daily budgets.
     pub budgets: Budgets,
-}
-
-/// A provider's usage report, validated.
-#[derive(Clone, Debug, PartialEq)]
-pub struct UsageReport {
-    /// Normalized model name.
-    pub model: String,
-    /// Input (prompt) tokens.
-    pub input_tokens: u64,
-    /// Output (completion) tokens.
-    pub output_tokens: u64,
-    /// What Cairn estimated for the same input, if the client knows it.
-    pub estimated_input_tokens: Option<u64>,
-}
-
-impl UsageReport {
-    /// Checks a report as a client sent it.
-    pub fn parse(
-        model: &str,
-        input_tokens: i64,
-        output_tokens: i64,
-        estimated_input_tokens: Option<i64>,
-    ) -> Result<Self, DomainError> {
-        let name = normalize(model);
-        if name.is_empty() || name.chars().count() > MAX_MODEL_CHARS {
-            return Err(DomainError::field(
-                "model",
-                format!("must name a model in 1-{MAX_MODEL_CHARS} characters"),
-            ));
-        }
-        if name.chars().any(char::is_control) {
-            return Err(DomainError::field(
-                "model",
-                "must not contain control characters",
-            ));
-        }
-        let count = |field: &'static str, value: i64, min: i64| {
-            if (min..=MAX_REPORT_TOKENS).contains(&value) {
-                Ok(value.unsigned_abs())
-            } else {
-                Err(DomainError::field(
-                    field,
-                    format!("must be between {min} and {MAX_REPORT_TOKENS}, got {value}"),
-                ))
-            }
-        };
-        Ok(Self {
-            model: name,
-            input_tokens: count("input_tokens", input_tokens, 0)?,
-            output_tokens: count("output_tokens", output_tokens, 0)?,
-            estimated_input_tokens: estimated_input_tokens
-                .map(|e| count("estimated_input_tokens", e, 1))
-                .transpose()?,
-        })
-    }
-}
-
-/// What recording a usage report did.
-#[derive(Clone, Debug)]
-pub struct UsageRecorded {
-    /// Normalized model name.
-    pub model: String,
-    /// The price applied.
-    pub price: Price,
-    /// Cost of this report in USD.
-    pub cost_usd: f64,
-    /// The namespace's spend today, this report included.
-    pub today: Spend,
-    /// The namespace's daily limits.
-    pub limits: Limits,
-    /// When today's spend resets.
-    pub resets_at: DateTime<Utc>,
-    /// The model's calibration after this report, if it has one.
-    pub calibration: Option<Calibration>,
-}
-
-/// Provider-reported usage summed over some days.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct UsageTotals {
-    /// Input tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Cost in USD.
-    pub cost_usd: f64,
-    /// Reports.
-    pub reports: u64,
-}
-
-impl UsageTotals {
-    fn add(&mut self, row: &UsageRow) {
-        self.input_tokens += u64::try_from(row.input_tokens).unwrap_or(0);
-        self.output_tokens += u64::try_from(row.output_tokens).unwrap_or(0);
-        self.cost_usd += row.cost_usd;
-        self.reports += u64::try_from(row.reports).unwrap_or(0);
-    }
-}
-
-/// A namespace's accounting, for `GET /v1/stats`.
-#[derive(Clone, Debug, Default)]
-pub struct NamespaceStats {
-    /// Its memories as they are now.
-    pub totals: NamespaceTotals,
-    /// Puts through the API, new or not; and the new ones.
-    pub puts: u64,
-    /// Puts that created a memory.
-    pub puts_new: u64,
-    /// Bytes of all puts.
-    pub bytes_put: u64,
-    /// Bytes of the puts that created a memory.
-    pub bytes_put_new: u64,
-    /// Tokens saved by source (`put`, `compress`).
-    pub tokens_saved: BTreeMap<&'static str, u64>,
-    /// Cost those tokens would have cost as input, USD.
-    pub cost_saved_usd: f64,
-    /// Input tokens the provider read from its prompt cache (proxied calls).
-    pub prompt_cache_read: u64,
-    /// Input tokens the provider wrote to its prompt cache (proxied calls).
-    pub prompt_cache_write: u64,
-    /// Governor decisions by tier.
-    pub governor: BTreeMap<&'static str, u64>,
-    /// The current UTC day.
-    pub day: NaiveDate,
-    /// Usage reported today.
-    pub usage_today: UsageTotals,
-    /// Usage reported ever.
-    pub usage_all_time: UsageTotals,
-    /// Calibration factors by model.
-    pub calibrations: Vec<(String, Calibration)>,
-    /// Daily limits.
-    pub limits: Limits,
-    /// Today's spend as budgets count it.
-    pub spend: Spend,
-    /// When today's spend resets.
-    pub resets_at: DateTime<Utc>,
 }
 
 struct State {
@@ -581,74 +450,6 @@ impl Ledger {
                 }
             }
         })
-    }
-
-    /// The namespace's totals, savings, decisions, usage and calibrations.
-    pub async fn stats(&self, namespace: &str) -> Result<NamespaceStats, DomainError> {
-        self.flush().await?;
-        let now = self.clock.now();
-        let day = now.date_naive();
-        let mut stats = NamespaceStats {
-            totals: self.meta.namespace_totals(namespace).await?,
-            day,
-            limits: self.config.budgets.limits(namespace),
-            spend: self.spend_today(namespace, now),
-            resets_at: budget::resets_at(now),
-            tokens_saved: [("put", 0), ("compress", 0), ("proxy", 0)].into(),
-            governor: TIERS.iter().map(|t| (*t, 0)).collect(),
-            ..NamespaceStats::default()
-        };
-        for c in self.meta.ledger_counters(namespace).await? {
-            let value = u64::try_from(c.value).unwrap_or(0);
-            match c.name.as_str() {
-                "puts" => stats.puts = value,
-                "puts.new" => stats.puts_new = value,
-                "bytes_put" => stats.bytes_put = value,
-                "bytes_put.new" => stats.bytes_put_new = value,
-                "prompt_cache.read" => stats.prompt_cache_read = value,
-                "prompt_cache.write" => stats.prompt_cache_write = value,
-                name => {
-                    if let Some(source) = name.strip_prefix("tokens_saved.")
-                        && let Some(slot) = stats.tokens_saved.get_mut(source)
-                    {
-                        *slot += value;
-                        stats.cost_saved_usd += c.cost_usd;
-                    } else if let Some(tier) = name.strip_prefix("governor.")
-                        && let Some(slot) = stats.governor.get_mut(tier)
-                    {
-                        *slot += value;
-                    }
-                }
-            }
-        }
-        let usage = |day: Option<String>| UsageQuery {
-            namespace: Some(namespace.to_owned()),
-            day,
-        };
-        for row in self
-            .meta
-            .usage_totals(&usage(Some(day.to_string())))
-            .await?
-        {
-            stats.usage_today.add(&row);
-        }
-        for row in self.meta.usage_totals(&usage(None)).await? {
-            stats.usage_all_time.add(&row);
-        }
-        stats.calibrations = self
-            .meta
-            .calibrations(Some(namespace))
-            .await?
-            .into_iter()
-            .map(|row| {
-                let c = Calibration {
-                    factor: row.factor,
-                    samples: row.samples,
-                };
-                (row.model, c)
-            })
-            .collect();
-        Ok(stats)
     }
 }
 
