@@ -668,3 +668,118 @@ async fn nothing_to_do_changes_nothing() {
     }
     app.shutdown().await;
 }
+
+/// Tokens saved as a share of the tokens before.
+fn saved_share(answer: &Value) -> f64 {
+    let report = &answer["report"];
+    report["tokens_saved"].as_f64().unwrap() / report["tokens_before"].as_f64().unwrap()
+}
+
+async fn selective_saves_40_percent_on_the_fixture(name: &str) {
+    let app = spawn_app().await;
+    let (_, answer) = check(&app, name, "selective", json!({})).await;
+    let share = saved_share(&answer);
+    assert!(
+        share >= 0.40,
+        "selective saved {:.1} % on {name}",
+        share * 100.0
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn selective_saves_40_percent_on_the_openai_fixture() {
+    selective_saves_40_percent_on_the_fixture("openai").await;
+}
+
+#[tokio::test]
+async fn selective_saves_40_percent_on_the_anthropic_fixture() {
+    selective_saves_40_percent_on_the_fixture("anthropic").await;
+}
+
+/// A 40-turn Anthropic agent run where every turn is a tool call and its
+/// result: test runs, logs, listings; every seventh result holds a failure.
+fn tool_run() -> Vec<Value> {
+    let mut messages = vec![
+        json!({"role": "user", "content": "The nightly build is red: find out why and fix it."}),
+    ];
+    for turn in 0..40 {
+        let id = format!("toolu_{turn:02}");
+        let (tool, output) = match turn % 3 {
+            0 => (
+                "run_tests",
+                (0..120)
+                    .map(|i| format!("tests/test_mod{turn}.py::test_case_{i} PASSED [{:>3}%]\n", i * 100 / 120))
+                    .collect::<String>()
+                    + "==== 120 passed in 12.40s ====\n",
+            ),
+            1 => (
+                "read_log",
+                (0..150)
+                    .map(|i| format!("2026-11-24T10:{:02}:{:02}Z INFO worker-{turn} processed batch {i} in 41ms\n", i / 60, i % 60))
+                    .collect(),
+            ),
+            _ => (
+                "list_files",
+                (0..180)
+                    .map(|i| format!("-rw-r--r-- 1 dev dev {:>6} Nov 24 10:00 src/module_{turn}/file_{i}.rs\n", 1000 + i * 37))
+                    .collect(),
+            ),
+        };
+        let output = if turn % 7 == 3 {
+            format!(
+                "{output}FAILED tests/test_mod{turn}.py::test_refund - AssertionError: 3 != 4\n"
+            )
+        } else {
+            output
+        };
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Step {turn}: calling {tool}.")},
+            {"type": "tool_use", "id": id, "name": tool, "input": {"turn": turn}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": output}]}));
+    }
+    messages
+}
+
+#[tokio::test]
+async fn selective_saves_40_percent_on_a_40_turn_tool_run_and_keeps_failures_inline() {
+    let app = spawn_app().await;
+    let input = tool_run();
+    let body = json!({"messages": input, "model": "claude-sonnet-4-5", "strategy": "selective"});
+    let answer = post(&app, "/v1/compress", &body).await.json();
+    let output = answer["messages"].as_array().unwrap().clone();
+    let share = saved_share(&answer);
+    assert!(share >= 0.40, "selective saved {:.1} %", share * 100.0);
+    // Every call keeps its result message; a failure line stays inline, whole.
+    assert_pairs("anthropic", &output);
+    assert_eq!(output.len(), input.len(), "calls and results all stay");
+    let mut failing = 0;
+    for (before, after) in input.iter().zip(&output) {
+        let before = texts_of(std::slice::from_ref(before)).concat();
+        if let Some(line) = before.lines().find(|l| l.starts_with("FAILED tests/")) {
+            failing += 1;
+            let after = texts_of(std::slice::from_ref(after)).concat();
+            assert!(after.contains(line), "{line} is not inline in {after}");
+        }
+    }
+    assert_eq!(failing, 6);
+    // The last 6 messages are untouched.
+    assert_eq!(output[output.len() - 6..], input[input.len() - 6..]);
+    // Every offloaded piece comes back byte for byte.
+    let refs: Vec<String> = answer["memory_refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(refs.len() >= 20, "{} pieces offloaded", refs.len());
+    assert_eq!(restore(&app, &output, &refs).await, input);
+    // Compressing twice changes nothing.
+    let mut again = body.clone();
+    again["messages"] = Value::Array(output.clone());
+    let second = post(&app, "/v1/compress", &again).await.json();
+    assert_eq!(second["messages"], answer["messages"]);
+    assert_eq!(second["report"]["tokens_saved"], 0);
+    app.shutdown().await;
+}

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::format::{self, TextAt};
 use super::offload::StoredRef;
-use super::{Context, Offloaded, Options, Outcome, Policy, Prepared, Selection, fold, marker};
+use super::{Context, Offloaded, Options, Outcome, Policy, Prepared, fold, marker, selective};
 use crate::domain::DomainError;
 
 /// Notice left where `deletion` dropped messages.
@@ -35,64 +35,66 @@ pub(super) fn apply(
     let mut edits: HashMap<usize, Vec<(TextAt, String)>> = HashMap::new();
     let mut runs: HashMap<usize, (usize, Vec<Value>)> = HashMap::new();
     let mut used: Vec<(Offloaded, Arc<StoredRef>)> = Vec::new();
-    match &selection {
-        Selection::Pieces(picked) => {
-            for (&i, stored) in picked.iter().zip(refs) {
-                let piece = &ctx.pieces[i];
-                let text = ctx.text(piece);
-                let tokens = counter.count_cached(text);
-                let what = match &piece.tool {
-                    Some(tool) if piece.is_tool_result() => format!("offloaded tool_output {tool}"),
-                    _ => format!("offloaded {} text", piece.role),
-                };
-                let summary = marker::clip(&stored.summary, options.summary_chars);
-                let replaced = marker::render(&what, &stored.id, stored.lines, tokens, summary);
-                if counter.count_cached(&replaced) >= tokens {
-                    continue;
-                }
-                edits
-                    .entry(piece.message)
-                    .or_default()
-                    .push((piece.at, replaced));
-                let offloaded = Offloaded {
-                    index: piece.message,
-                    messages: 0,
-                    id: stored.id.clone(),
-                    tokens,
-                };
-                used.push((offloaded, stored.clone()));
+    let (piece_refs, run_refs) = refs.split_at(selection.pieces.len().min(refs.len()));
+    for (&i, stored) in selection.pieces.iter().zip(piece_refs) {
+        let piece = &ctx.pieces[i];
+        let text = ctx.text(piece);
+        let tokens = counter.count_cached(text);
+        let what = match &piece.tool {
+            Some(tool) if piece.is_tool_result() => format!("offloaded tool_output {tool}"),
+            _ => format!("offloaded {} text", piece.role),
+        };
+        let summary = marker::clip(&stored.summary, options.summary_chars);
+        let mut replaced = marker::render(&what, &stored.id, stored.lines, tokens, summary);
+        if selection.failures_inline {
+            let failures = selective::failure_lines(text, summary);
+            if !failures.is_empty() {
+                replaced.push('\n');
+                replaced.push_str(failures.trim_end());
             }
         }
-        Selection::Runs { runs: picked, drop } => {
-            for (run, stored) in picked.iter().zip(refs) {
-                let folded = &messages[run.clone()];
-                let tokens = counter.count_messages(folded, None);
-                let count = folded.len();
-                let (what, summary) = if *drop {
-                    (format!("dropped {count} messages"), DROP_NOTICE.to_owned())
-                } else {
-                    (
-                        format!("folded {count} messages"),
-                        fold::summarize(format, folded, options.summary_chars),
-                    )
-                };
-                let text = marker::render(&what, &stored.id, stored.lines, tokens, &summary);
-                let closing =
-                    marker::render("end of folded run", &stored.id, stored.lines, tokens, "");
-                let replacement = fold::replacement(format, folded, text, closing);
-                if counter.count_messages(&replacement, None) >= tokens {
-                    continue;
-                }
-                runs.insert(run.start, (run.end, replacement));
-                let offloaded = Offloaded {
-                    index: run.start,
-                    messages: count,
-                    id: stored.id.clone(),
-                    tokens,
-                };
-                used.push((offloaded, stored.clone()));
-            }
+        if counter.count_cached(&replaced) >= tokens {
+            continue;
         }
+        edits
+            .entry(piece.message)
+            .or_default()
+            .push((piece.at, replaced));
+        let offloaded = Offloaded {
+            index: piece.message,
+            messages: 0,
+            id: stored.id.clone(),
+            tokens,
+        };
+        used.push((offloaded, stored.clone()));
+    }
+    let drop = selection.drop;
+    for (run, stored) in selection.runs.iter().zip(run_refs) {
+        let folded = &messages[run.clone()];
+        let tokens = counter.count_messages(folded, None);
+        let count = folded.len();
+        let (what, summary) = if drop {
+            (format!("dropped {count} messages"), DROP_NOTICE.to_owned())
+        } else {
+            (
+                format!("folded {count} messages"),
+                fold::summarize(format, folded, options.summary_chars),
+            )
+        };
+        let text = marker::render(&what, &stored.id, stored.lines, tokens, &summary);
+        let closing = marker::render("end of folded run", &stored.id, stored.lines, tokens, "");
+        let replacement = fold::replacement(format, folded, text, closing);
+        if counter.count_messages(&replacement, None) >= tokens {
+            continue;
+        }
+        runs.insert(run.start, (run.end, replacement));
+        let offloaded = Offloaded {
+            index: run.start,
+            messages: count,
+            id: stored.id.clone(),
+            tokens,
+        };
+        used.push((offloaded, stored.clone()));
     }
     let mut out = Vec::with_capacity(messages.len());
     let mut i = 0;

@@ -127,23 +127,26 @@ impl<'a> Context<'a> {
         };
         match policy {
             Policy::Strategy(s @ Strategy::Pointer) => {
-                Selection::Pieces(pointer::select(self, self.options.threshold_chars, keep(s)))
+                Selection::pieces(pointer::select(self, self.options.threshold_chars, keep(s)))
             }
             Policy::Strategy(s @ Strategy::ObservationMasking) => {
-                Selection::Pieces(masking::select(self, keep(s)))
+                Selection::pieces(masking::select(self, keep(s)))
             }
-            Policy::Strategy(s @ Strategy::SlidingWindow) => Selection::Runs {
-                runs: window::select(self, keep(s)),
-                drop: false,
-            },
-            Policy::Strategy(s @ Strategy::Selective) => Selection::Runs {
-                runs: selective::select(self, keep(s)),
-                drop: false,
-            },
-            Policy::Strategy(s @ Strategy::Deletion) => Selection::Runs {
-                runs: deletion::select(self, keep(s)),
-                drop: true,
-            },
+            Policy::Strategy(s @ Strategy::SlidingWindow) => {
+                Selection::runs(window::select(self, keep(s)), false)
+            }
+            Policy::Strategy(s @ Strategy::Selective) => {
+                let (pieces, runs) = selective::select(self, keep(s));
+                Selection {
+                    pieces,
+                    runs,
+                    drop: false,
+                    failures_inline: true,
+                }
+            }
+            Policy::Strategy(s @ Strategy::Deletion) => {
+                Selection::runs(deletion::select(self, keep(s)), true)
+            }
             Policy::PointerAndMasking {
                 threshold_chars,
                 mask_keep,
@@ -152,47 +155,40 @@ impl<'a> Context<'a> {
                 picked.extend(masking::select(self, mask_keep));
                 picked.sort_unstable();
                 picked.dedup();
-                Selection::Pieces(picked)
+                Selection::pieces(picked)
             }
         }
     }
 
     /// The pieces to store for a selection, in selection order.
     pub(super) fn jobs(&self, selection: &Selection) -> Vec<Job> {
-        match selection {
-            Selection::Pieces(picked) => picked
-                .iter()
-                .map(|&i| {
-                    let piece = &self.pieces[i];
-                    let text = self.text(piece).to_owned();
-                    match &piece.tool {
-                        Some(tool) if piece.is_tool_result() => Job::new(
-                            text,
-                            "TOOL_OUTPUT",
-                            Some(tool.clone()),
-                            format!("{tool} output (messages[{}])", piece.message),
-                        ),
-                        _ => Job::new(
-                            text,
-                            "CONTEXT",
-                            Some(piece.role.clone()),
-                            format!("{} message (messages[{}])", piece.role, piece.message),
-                        ),
-                    }
-                })
-                .collect(),
-            Selection::Runs { runs, drop } => runs
-                .iter()
-                .map(|run| {
-                    let verb = if *drop { "dropped" } else { "folded" };
-                    Job::new(
-                        fold::transcript(&self.messages[run.clone()]),
-                        "TRANSCRIPT",
-                        Some(self.format.name().to_owned()),
-                        format!("messages {}-{} ({verb})", run.start, run.end - 1),
-                    )
-                })
-                .collect(),
-        }
+        let texts = selection.pieces.iter().map(|&i| {
+            let piece = &self.pieces[i];
+            let text = self.text(piece).to_owned();
+            match &piece.tool {
+                Some(tool) if piece.is_tool_result() => Job::new(
+                    text,
+                    "TOOL_OUTPUT",
+                    Some(tool.clone()),
+                    format!("{tool} output (messages[{}])", piece.message),
+                ),
+                _ => Job::new(
+                    text,
+                    "CONTEXT",
+                    Some(piece.role.clone()),
+                    format!("{} message (messages[{}])", piece.role, piece.message),
+                ),
+            }
+        });
+        let verb = if selection.drop { "dropped" } else { "folded" };
+        let runs = selection.runs.iter().map(|run| {
+            Job::new(
+                fold::transcript(&self.messages[run.clone()]),
+                "TRANSCRIPT",
+                Some(self.format.name().to_owned()),
+                format!("messages {}-{} ({verb})", run.start, run.end - 1),
+            )
+        });
+        texts.chain(runs).collect()
     }
 }

@@ -221,13 +221,35 @@ pub struct Outcome {
     pub strategy: &'static str,
 }
 
-/// What a strategy picked.
-#[derive(Clone, Debug)]
-enum Selection {
+/// What a strategy picked: texts to offload and message runs to fold (a
+/// strategy may pick both, never a text inside a run).
+#[derive(Clone, Debug, Default)]
+struct Selection {
     /// Indexes into the pieces: texts to offload.
-    Pieces(Vec<usize>),
-    /// Message runs to fold (`drop`: leave a short notice, not a summary).
-    Runs { runs: Vec<Range<usize>>, drop: bool },
+    pieces: Vec<usize>,
+    /// Message runs to fold.
+    runs: Vec<Range<usize>>,
+    /// Leave a short notice for each run instead of a summary (`deletion`).
+    drop: bool,
+    /// Keep an offloaded text's failure lines inline after its marker (`selective`).
+    failures_inline: bool,
+}
+
+impl Selection {
+    fn pieces(pieces: Vec<usize>) -> Self {
+        Self {
+            pieces,
+            ..Self::default()
+        }
+    }
+
+    fn runs(runs: Vec<Range<usize>>, drop: bool) -> Self {
+        Self {
+            runs,
+            drop,
+            ..Self::default()
+        }
+    }
 }
 
 /// Compresses message lists, storing what it takes out.
