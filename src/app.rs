@@ -76,12 +76,15 @@ impl App {
             Some(cache) => Arc::new(CachedMetaStore::new(meta, cache.clone())),
             None => meta,
         };
-        let ledger = Arc::new(
-            Ledger::open(meta.clone(), ledger_config, Arc::new(SystemClock))
-                .await
-                .context("cannot load the accounting ledger")?
-                .with_metrics(metrics.clone()),
-        );
+        let mut ledger = Ledger::open(meta.clone(), ledger_config, Arc::new(SystemClock))
+            .await
+            .context("cannot load the accounting ledger")?
+            .with_metrics(metrics.clone());
+        if let Some(cache) = &cache {
+            // Budgets hold across replicas: today's spend is counted in Redis too.
+            ledger = ledger.with_shared_spend(cache.clone());
+        }
+        let ledger = Arc::new(ledger);
         let ledger_flusher = ledger.spawn_flusher(Duration::from_secs(1));
         let blobs: Arc<dyn BlobStore> = open_blobs(config)?;
         // Slices read through the shared cache; verify, GC and export see the store itself.

@@ -17,6 +17,7 @@ use super::memories::Stored;
 use super::pricing::{Pricing, normalize};
 use super::tokens::Counter;
 use crate::metrics::{Metrics, type_label};
+use crate::storage::cache::spend::SharedSpend;
 use crate::storage::meta::{CalibrationRow, MetaStore, UsageQuery, UsageRow};
 
 pub mod budget;
@@ -30,6 +31,22 @@ pub use calibration::Calibration;
 use pending::Pending;
 pub use report::{UsageRecorded, UsageReport, UsageTotals};
 pub use stats::NamespaceStats;
+
+/// Shared spend counters outlive their day by this long (clock skew between replicas).
+const SHARED_SPEND_MARGIN_SECS: i64 = 3600;
+
+/// The larger of this replica's view of a day's spend and the shared one: the
+/// shared counters miss reports made while they were down, the local view
+/// misses the other replicas'.
+fn at_least(local: Spend, shared: Option<(u64, f64)>) -> Spend {
+    match shared {
+        Some((tokens, cost_usd)) => Spend {
+            tokens: local.tokens.max(tokens),
+            cost_usd: local.cost_usd.max(cost_usd),
+        },
+        None => local,
+    }
+}
 
 /// Governor tiers, as counted.
 pub const TIERS: [&str; 3] = ["normal", "warn", "pointer_only"];
@@ -131,6 +148,8 @@ pub struct Ledger {
     flushing: tokio::sync::Mutex<()>,
     /// Savings and governor decisions are also counted here.
     metrics: Arc<Metrics>,
+    /// Today's spend shared by every replica (Redis), when configured.
+    shared: Option<Arc<dyn SharedSpend>>,
 }
 
 impl Ledger {
@@ -153,7 +172,17 @@ impl Ledger {
             }),
             flushing: tokio::sync::Mutex::new(()),
             metrics: Arc::new(Metrics::new()),
+            shared: None,
         }
+    }
+
+    /// Keeps today's spend in counters every replica shares too, so that
+    /// budgets hold across replicas; while they cannot answer, this replica's
+    /// own view decides.
+    #[must_use]
+    pub fn with_shared_spend(mut self, shared: Arc<dyn SharedSpend>) -> Self {
+        self.shared = Some(shared);
+        self
     }
 
     /// The metrics the ledger counts into.
@@ -317,8 +346,16 @@ impl Ledger {
     /// Fails with a budget error once the namespace's daily token or cost budget is spent.
     pub async fn check_budget(&self, namespace: &str) -> Result<(), DomainError> {
         let now = self.clock.now();
-        let spent = self.spend_today(namespace, now);
-        budget::check(self.config.budgets.limits(namespace), spent, now)
+        let limits = self.config.budgets.limits(namespace);
+        if limits.tokens.is_none() && limits.cost_usd.is_none() {
+            return Ok(());
+        }
+        let mut spent = self.spend_today(namespace, now);
+        if let Some(shared) = &self.shared {
+            let day = now.date_naive().to_string();
+            spent = at_least(spent, shared.get(namespace, &day).await);
+        }
+        budget::check(limits, spent, now)
     }
 
     fn spend_today(&self, namespace: &str, now: DateTime<Utc>) -> Spend {
@@ -374,6 +411,16 @@ impl Ledger {
                 });
             }
             (today, state.calibrations.get(&key).copied())
+        };
+        let today = match &self.shared {
+            Some(shared) => {
+                let day = now.date_naive().to_string();
+                let expire_at = budget::resets_at(now).timestamp() + SHARED_SPEND_MARGIN_SECS;
+                let tokens = report.input_tokens + report.output_tokens;
+                let totals = shared.add(namespace, &day, (tokens, cost), expire_at);
+                at_least(today, totals.await)
+            }
+            None => today,
         };
         let limits = self.config.budgets.limits(namespace);
         budget::check(limits, today, now)?;

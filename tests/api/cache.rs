@@ -405,3 +405,68 @@ async fn killing_redis_under_load_fails_no_request() {
         0.0
     );
 }
+
+#[tokio::test]
+async fn two_replicas_share_a_daily_budget_through_redis_and_fall_back_when_it_dies() {
+    let Some(redis) = OwnRedis::start() else {
+        return;
+    };
+    let prefix = format!("budget-test-{}", std::process::id());
+    async fn usage(app: &TestApp) -> crate::helpers::Resp {
+        let report = r#"{"model": "gpt-4o", "input_tokens": 100, "output_tokens": 5}"#;
+        app.post(
+            "/v1/usage",
+            Some("application/json"),
+            &[],
+            report.to_owned(),
+        )
+        .await
+    }
+    async fn governor(app: &TestApp) -> StatusCode {
+        let body = r#"{"tokens": 10}"#.to_owned();
+        app.post("/v1/governor", Some("application/json"), &[], body)
+            .await
+            .status
+    }
+    let tune = |c: &mut cairn::config::Config| {
+        c.redis_url = Some(redis.url.clone());
+        c.redis_prefix = prefix.clone();
+        c.daily_token_budget = Some(300);
+    };
+    let (a, b) = (spawn_app_with(tune).await, spawn_app_with(tune).await);
+    // 105 tokens through A, 105 through B: 210 of 300, both still answer.
+    assert_eq!(usage(&a).await.status, StatusCode::OK);
+    assert_eq!(usage(&b).await.status, StatusCode::OK);
+    assert_eq!(governor(&b).await, StatusCode::OK);
+    // 105 more through A: 315, the sum of both, is over the budget...
+    let spent = usage(&a).await;
+    assert_eq!(spent.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(spent.json()["error"]["spent"], 315.0);
+    // ...and B, which saw only 105 itself, refuses too.
+    assert_eq!(governor(&b).await, StatusCode::TOO_MANY_REQUESTS);
+    // Redis dies mid-day: each replica falls back to its own view and says so.
+    drop(redis);
+    assert_eq!(
+        governor(&b).await,
+        StatusCode::OK,
+        "B's own view: 105 of 300"
+    );
+    assert_eq!(
+        governor(&a).await,
+        StatusCode::OK,
+        "A's own view: 210 of 300"
+    );
+    // B's own view still enforces the budget: 210, then 315.
+    assert_eq!(usage(&b).await.status, StatusCode::OK);
+    assert_eq!(usage(&b).await.status, StatusCode::TOO_MANY_REQUESTS);
+    let ready = b.get("/readyz").await;
+    assert_eq!(ready.status, StatusCode::OK);
+    assert_eq!(
+        ready.json()["status"],
+        "degraded",
+        "{}",
+        String::from_utf8_lossy(&ready.body)
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}

@@ -14,6 +14,7 @@ pub mod breaker;
 mod meta;
 mod object_wire;
 pub mod redis;
+pub mod spend;
 
 use std::sync::{Arc, Mutex};
 

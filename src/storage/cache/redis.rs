@@ -55,7 +55,7 @@ pub struct RedisSettings {
 
 /// A Redis connection with the cache's discipline around every call.
 pub struct RedisCache {
-    conn: ConnectionManager,
+    pub(super) conn: ConnectionManager,
     settings: RedisSettings,
     breaker: Breaker,
     metrics: Arc<Metrics>,
@@ -88,6 +88,11 @@ impl RedisCache {
         format!("{}:frame:{hash}:{offset}:{len}", self.settings.prefix)
     }
 
+    /// The key of a namespace's shared spend counters of one UTC day.
+    pub fn spend_key(&self, namespace: &str, day: &str) -> String {
+        format!("{}:spend:{day}:{namespace}", self.settings.prefix)
+    }
+
     /// The key of the object record of `hash`.
     pub fn object_key(&self, hash: &str) -> String {
         format!("{}:object:{hash}", self.settings.prefix)
@@ -100,7 +105,7 @@ impl RedisCache {
     }
 
     /// Runs `call` under the breaker and the timeout; `None` when skipped or failed.
-    async fn guarded<T, F>(&self, call: F) -> Option<T>
+    pub(super) async fn guarded<T, F>(&self, call: F) -> Option<T>
     where
         F: Future<Output = redis::RedisResult<T>>,
     {
