@@ -121,7 +121,9 @@ fn public_routes() -> OpenApiRouter<AppState> {
 
 /// The OpenAPI document of the API (served at `/openapi.json`).
 pub fn openapi_document() -> utoipa::openapi::OpenApi {
-    public_routes().merge(v1_routes()).into_openapi()
+    let mut doc = public_routes().merge(v1_routes()).into_openapi();
+    openapi::complete(&mut doc);
+    doc
 }
 
 /// The whole application: API routes, `/openapi.json`, `/docs`, and the common layers.
@@ -136,7 +138,8 @@ pub fn router(state: AppState) -> Router {
             state.auth.clone(),
             auth::require_caller,
         ));
-    let (api, doc) = public_routes().merge(v1).split_for_parts();
+    let (api, mut doc) = public_routes().merge(v1).split_for_parts();
+    openapi::complete(&mut doc);
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .merge(mcp)
         .merge(proxy::routes())

@@ -37,3 +37,121 @@ impl Modify for BearerAuth {
         );
     }
 }
+
+/// Completes the document from how the routes are built, so that it lists
+/// what the server really answers:
+/// - the error answers of the shared extractors on every operation that uses
+///   them: a JSON body (400 malformed, 413 too large, 422 wrong types), an
+///   `{id}` path (400 invalid id, 404 unknown, 409 ambiguous prefix), a
+///   bearer key (401), an admin route (403);
+/// - a unique `operationId` per operation (handlers of several modules share
+///   a name, such as `get`): a repeated one becomes `<method>_<path words>`.
+pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
+    use std::collections::HashMap;
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for item in doc.paths.paths.values() {
+        for (_, operation) in operations(item) {
+            if let Some(id) = &operation.operation_id {
+                *seen.entry(id.clone()).or_default() += 1;
+            }
+        }
+    }
+    for (path, item) in &mut doc.paths.paths {
+        for (method, operation) in operations_mut(item) {
+            if operation
+                .operation_id
+                .as_ref()
+                .is_some_and(|id| seen.get(id).copied().unwrap_or(0) > 1)
+            {
+                operation.operation_id = Some(derived_id(method, path));
+            }
+            let json_body = operation
+                .request_body
+                .as_ref()
+                .is_some_and(|b| b.content.contains_key("application/json"));
+            if json_body {
+                add_error(
+                    operation,
+                    "400",
+                    "Malformed JSON body, or a field out of range",
+                );
+                add_error(operation, "413", "Body over the JSON size limit");
+                add_error(operation, "422", "A field of the wrong type, or missing");
+            }
+            if path.contains("{id}") {
+                add_error(operation, "400", "Not an id: 12 to 64 hex characters");
+                add_error(operation, "404", "No such memory in this namespace");
+                add_error(operation, "409", "The id prefix matches several memories");
+            }
+            if operation.security.is_some() {
+                add_error(
+                    operation,
+                    "401",
+                    "Missing or unknown API key (when keys are configured)",
+                );
+            }
+            if path.starts_with("/v1/admin/") {
+                add_error(operation, "403", "Not an admin key");
+            }
+        }
+    }
+}
+
+/// `get_memories_id_content` for `GET /v1/memories/{id}/content`.
+fn derived_id(method: &str, path: &str) -> String {
+    let words: Vec<&str> = path
+        .trim_start_matches("/v1/")
+        .split('/')
+        .map(|w| w.trim_matches(|c| c == '{' || c == '}'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    format!("{method}_{}", words.join("_"))
+}
+
+fn add_error(operation: &mut utoipa::openapi::path::Operation, status: &str, description: &str) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    if operation.responses.responses.contains_key(status) {
+        return;
+    }
+    let response = ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build();
+    operation
+        .responses
+        .responses
+        .insert(status.to_owned(), response.into());
+}
+
+fn operations(
+    item: &utoipa::openapi::PathItem,
+) -> impl Iterator<Item = (&'static str, &utoipa::openapi::path::Operation)> {
+    [
+        ("get", &item.get),
+        ("put", &item.put),
+        ("post", &item.post),
+        ("delete", &item.delete),
+        ("patch", &item.patch),
+    ]
+    .into_iter()
+    .filter_map(|(m, op)| op.as_ref().map(|op| (m, op)))
+}
+
+fn operations_mut(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = (&'static str, &mut utoipa::openapi::path::Operation)> {
+    [
+        ("get", &mut item.get),
+        ("put", &mut item.put),
+        ("post", &mut item.post),
+        ("delete", &mut item.delete),
+        ("patch", &mut item.patch),
+    ]
+    .into_iter()
+    .filter_map(|(m, op)| op.as_mut().map(|op| (m, op)))
+}

@@ -27,7 +27,7 @@ pub struct SavedView {
 
 /// Governor decisions by tier.
 #[derive(Serialize, ToSchema)]
-pub struct GovernorView {
+pub struct GovernorTiersView {
     /// Below the warn limit.
     pub normal: u64,
     /// Between the warn and pointer-only limits.
@@ -145,7 +145,7 @@ pub struct StatsView {
     /// for its model, or the default model, when it was recorded).
     pub cost_saved_usd: f64,
     /// Governor decisions by tier.
-    pub governor: GovernorView,
+    pub governor: GovernorTiersView,
     /// Prompt-cache tokens the provider reported for proxied calls.
     pub prompt_cache: PromptCacheView,
     /// Provider-reported usage.
@@ -195,7 +195,7 @@ impl StatsView {
                 write_tokens: s.prompt_cache_write,
             },
             cost_saved_usd: round_usd(s.cost_saved_usd),
-            governor: GovernorView {
+            governor: GovernorTiersView {
                 normal: tier("normal"),
                 warn: tier("warn"),
                 pointer_only: tier("pointer_only"),

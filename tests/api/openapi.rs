@@ -87,3 +87,153 @@ async fn the_document_lists_every_endpoint() {
     assert!(paths["/v1/memories"]["get"]["security"].is_array());
     assert!(paths["/healthz"]["get"].get("security").is_none());
 }
+
+#[tokio::test]
+async fn operation_ids_are_unique() {
+    let doc = serde_json::to_value(cairn::http::openapi_document()).unwrap();
+    let mut ids: Vec<&str> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .filter_map(|op| op["operationId"].as_str())
+        .collect();
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "an operationId is used twice: {ids:?}");
+}
+
+/// Where `value` breaks `schema` (resolving `$ref`s in `doc`): keys the
+/// schema does not name, required keys missing, recursively. Enough to tell
+/// a component that stands for another type (two types with one name).
+fn mismatches(doc: &Value, schema: &Value, value: &Value, at: &str, out: &mut Vec<String>) {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.rsplit('/').next().unwrap();
+        return mismatches(doc, &doc["components"]["schemas"][name], value, at, out);
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(options) = schema[key].as_array() {
+            let fits = options.iter().any(|o| {
+                let mut inner = Vec::new();
+                mismatches(doc, o, value, at, &mut inner);
+                inner.is_empty()
+            });
+            if !fits && !value.is_null() {
+                out.push(format!("{at}: fits none of {key}"));
+            }
+            return;
+        }
+    }
+    match value {
+        Value::Object(map) if schema["properties"].is_object() => {
+            let properties = schema["properties"].as_object().unwrap();
+            for required in schema["required"].as_array().into_iter().flatten() {
+                if !map.contains_key(required.as_str().unwrap()) {
+                    out.push(format!("{at}: missing required `{required}`"));
+                }
+            }
+            for (key, inner) in map {
+                match properties.get(key) {
+                    Some(property) => mismatches(doc, property, inner, &format!("{at}.{key}"), out),
+                    None if schema["additionalProperties"] == Value::Bool(true) => {}
+                    None => out.push(format!("{at}: `{key}` is not in the schema")),
+                }
+            }
+        }
+        Value::Array(items) if schema["items"].is_object() => {
+            for (i, item) in items.iter().enumerate() {
+                mismatches(doc, &schema["items"], item, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn live_answers_fit_the_schemas_their_operations_document() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.json();
+    let put = app
+        .post(
+            "/v1/memories",
+            Some("text/plain"),
+            &[],
+            "alpha beta\ngamma\n".to_owned(),
+        )
+        .await;
+    let id = put.json()["id"].as_str().unwrap().to_owned();
+    let json = Some("application/json");
+    let answers = [
+        ("/v1/memories", "post", "201", put),
+        ("/v1/stats", "get", "200", app.get("/v1/stats").await),
+        ("/v1/memories", "get", "200", app.get("/v1/memories").await),
+        (
+            "/v1/memories/{id}",
+            "get",
+            "200",
+            app.get(&format!("/v1/memories/{id}")).await,
+        ),
+        (
+            "/v1/memories/{id}/lines",
+            "get",
+            "200",
+            app.get(&format!("/v1/memories/{id}/lines")).await,
+        ),
+        (
+            "/v1/governor",
+            "post",
+            "200",
+            app.post("/v1/governor", json, &[], r#"{"tokens": 25000}"#.to_owned())
+                .await,
+        ),
+        (
+            "/v1/tokens",
+            "post",
+            "200",
+            app.post("/v1/tokens", json, &[], r#"{"text": "hello"}"#.to_owned())
+                .await,
+        ),
+        (
+            "/v1/usage",
+            "post",
+            "200",
+            app.post(
+                "/v1/usage",
+                json,
+                &[],
+                r#"{"model": "gpt-4o", "input_tokens": 5, "output_tokens": 1}"#.to_owned(),
+            )
+            .await,
+        ),
+        (
+            "/v1/search",
+            "get",
+            "200",
+            app.get("/v1/search?q=alpha").await,
+        ),
+    ];
+    let mut found = Vec::new();
+    for (path, method, status, resp) in answers {
+        assert_eq!(resp.status.as_str(), status, "{method} {path}");
+        let schema = &doc["paths"][path][method]["responses"][status]["content"]["application/json"]
+            ["schema"];
+        assert!(
+            schema.is_object(),
+            "{method} {path} documents no {status} schema"
+        );
+        mismatches(
+            &doc,
+            schema,
+            &resp.json(),
+            &format!("{method} {path}"),
+            &mut found,
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "answers that break their schema:\n{}",
+        found.join("\n")
+    );
+    app.shutdown().await;
+}
