@@ -50,9 +50,39 @@ impl Drop for Server {
     }
 }
 
+/// A stand-in OpenAI upstream for the proxy's panels: it calls Cairn's
+/// `memory_fetch` on the first pointer it sees until a fetch result is in the
+/// conversation, then answers text; usage with cached tokens every time.
+async fn start_upstream() -> String {
+    async fn answer(axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
+        let text = body["messages"].to_string();
+        let fetched = body["messages"]
+            .as_array()
+            .is_some_and(|ms| ms.iter().any(|m| m["tool_call_id"] == "call_fetch"));
+        let pointer = text.find("mem://").map(|i| text[i..i + 70].to_owned());
+        let message = match pointer {
+            Some(uri) if !fetched => json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_fetch", "type": "function",
+                 "function": {"name": "memory_fetch", "arguments": json!({"uri": uri, "line_start": 1, "line_end": 3}).to_string()}}]}),
+            _ => json!({"role": "assistant", "content": "done"}),
+        };
+        axum::Json(
+            json!({"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 512}}}),
+        )
+    }
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
 async fn start_server() -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let config = Config::with_data_dir(dir.path());
+    let mut config = Config::with_data_dir(dir.path());
+    config.upstream_openai_url = Some(start_upstream().await);
     let app = App::build(&config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -115,6 +145,25 @@ async fn drive_traffic(client: &reqwest::Client, base: &str, round: usize) {
         .await
         .unwrap();
     assert!(resp.status().is_success());
+    // Through the proxy: a big tool result offloaded, one retrieval round.
+    let result = format!("round {round}: proxied tool output line\n").repeat(600);
+    let chat = json!({"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_run", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_run", "content": result}]});
+    let resp = client
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.status(),
+        200,
+        "{}",
+        resp.text().await.unwrap_or_default()
+    );
     for tokens in [100, 30_000, 90_000] {
         let resp = client
             .post(format!("{base}/v1/governor"))
