@@ -12,6 +12,7 @@ use super::auth::Caller;
 use super::conditional;
 use super::error::{AppError, ErrorBody};
 use super::extract::ApiPath;
+use super::views::Binary;
 use crate::domain::content;
 use crate::domain::ids::IdRef;
 
@@ -24,8 +25,8 @@ use crate::domain::ids::IdRef;
         ("If-None-Match" = Option<String>, Header, description = "The ETag (the quoted id) from an earlier answer"),
     ),
     responses(
-        (status = 200, description = "The content, in its media type", content_type = "application/octet-stream", body = Vec<u8>),
-        (status = 206, description = "The requested range", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 200, description = "The content, in the media type it was stored with", content_type = "*/*", body = Binary),
+        (status = 206, description = "The requested range, in the media type it was stored with", content_type = "*/*", body = Binary),
         (status = 304, description = "Not modified (content is immutable: same id, same bytes)"),
         (status = 404, body = ErrorBody),
         (status = 416, description = "Range outside the content", body = ErrorBody),

@@ -18,7 +18,7 @@ use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::filters::Filters;
-use super::views::{ListView, MemoryView, PutView, RedactedView};
+use super::views::{Binary, ListView, MemoryView, PutView, RedactedView};
 use crate::domain::fields::FieldsInput;
 use crate::domain::ids::IdRef;
 
@@ -86,7 +86,7 @@ pub struct PutBody {
     request_body(description = "A JSON `PutBody`, or the raw content with any other content type", content(
         (PutBody = "application/json"),
         (String = "text/plain"),
-        (Vec<u8> = "application/octet-stream"),
+        (Binary = "application/octet-stream"),
     )),
     responses(
         (status = 201, description = "Stored as a new memory", body = PutView),

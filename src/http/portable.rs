@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::views::Binary;
 use crate::domain::portable::{ImportReport, Portable};
 
 fn portable(state: &AppState) -> Portable {
@@ -29,7 +30,7 @@ fn portable(state: &AppState) -> Portable {
 #[utoipa::path(
     get, path = "/v1/export", tag = "portability",
     responses(
-        (status = 200, description = "The archive", content_type = "application/x-tar", body = Vec<u8>),
+        (status = 200, description = "The archive", content_type = "application/x-tar", body = Binary),
         (status = 500, description = "Storage failure", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -82,7 +83,7 @@ impl From<ImportReport> for ImportView {
 /// present are skipped (importing twice changes nothing).
 #[utoipa::path(
     post, path = "/v1/import", tag = "portability",
-    request_body(description = "A tar archive from `GET /v1/export`", content_type = "application/x-tar", content = Vec<u8>),
+    request_body(description = "A tar archive from `GET /v1/export`", content_type = "application/x-tar", content = Binary),
     responses(
         (status = 200, description = "Restored", body = ImportView),
         (status = 400, description = "The body could not be read", body = ErrorBody),

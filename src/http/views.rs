@@ -224,3 +224,20 @@ pub fn rfc3339(ms: i64) -> String {
         .unwrap_or_default()
         .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
+
+/// Raw bytes in a body (content, a tar archive): documented as a binary
+/// string, so generated clients send and take files, not arrays of numbers.
+pub struct Binary;
+
+impl utoipa::PartialSchema for Binary {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .description(Some("Raw bytes"))
+            .into()
+    }
+}
+
+impl ToSchema for Binary {}
