@@ -67,10 +67,11 @@ pub async fn run(x: &Exchange, mut body: Value, mut bytes: Vec<u8>) -> Result<Re
     }
 }
 
-/// One upstream call: the answer's status, headers and whole body.
+/// One upstream call: the answer's status, headers and whole body (at most
+/// `CAIRN_MAX_JSON_BYTES`: a larger answer is a 502, not unbounded memory).
 async fn ask(x: &Exchange, bytes: Vec<u8>) -> Result<(StatusCode, HeaderMap, Bytes), AppError> {
     let proxy = x.proxy();
-    let answer = upstream::send(
+    let mut answer = upstream::send(
         &proxy.client,
         &x.url,
         x.headers.clone(),
@@ -80,10 +81,20 @@ async fn ask(x: &Exchange, bytes: Vec<u8>) -> Result<(StatusCode, HeaderMap, Byt
     .await?;
     let status = answer.status();
     let headers = upstream::response_headers(answer.headers());
-    let content = tokio::time::timeout(proxy.timeout, answer.bytes())
+    let limit = x.state.config.max_json_bytes;
+    let read = async {
+        let mut content = bytes::BytesMut::new();
+        while let Some(chunk) = answer.chunk().await.map_err(|e| upstream::failure(&e))? {
+            if content.len() + chunk.len() > limit {
+                return Err(upstream::too_large(limit));
+            }
+            content.extend_from_slice(&chunk);
+        }
+        Ok(content.freeze())
+    };
+    let content = tokio::time::timeout(proxy.timeout, read)
         .await
-        .map_err(|_| upstream::timed_out(proxy.timeout))?
-        .map_err(|e| upstream::failure(&e))?;
+        .map_err(|_| upstream::timed_out(proxy.timeout))??;
     Ok((status, headers, content))
 }
 

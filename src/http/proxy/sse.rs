@@ -56,6 +56,12 @@ impl Parser {
         events
     }
 
+    /// Bytes of the unfinished event held now (a stream whose events never
+    /// end would grow it: the caller cuts the stream past a limit).
+    pub fn pending(&self) -> usize {
+        self.buffer.len()
+    }
+
     /// True when bytes of an unfinished event are left.
     pub fn has_partial(&self) -> bool {
         self.buffer.iter().any(|b| !b.is_ascii_whitespace())

@@ -84,10 +84,12 @@ pub fn add(endpoint: Endpoint, body: &mut Value) -> Vec<&'static str> {
             Endpoint::Messages => json!({"name": name, "description": description,
                 "input_schema": schema}),
         };
-        if let Value::Array(tools) = body
-            .as_object_mut()
-            .map(|b| b.entry("tools").or_insert_with(|| Value::Array(Vec::new())))
-            .unwrap_or(&mut Value::Null)
+        let Some(object) = body.as_object_mut() else {
+            break;
+        };
+        if let Value::Array(tools) = object
+            .entry("tools")
+            .or_insert_with(|| Value::Array(Vec::new()))
         {
             tools.push(tool);
             added.push(name);

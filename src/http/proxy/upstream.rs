@@ -151,6 +151,15 @@ pub fn failure(err: &reqwest::Error) -> AppError {
     )
 }
 
+/// The 502 of an answer larger than Cairn holds in memory.
+pub fn too_large(limit: usize) -> AppError {
+    AppError::new(
+        StatusCode::BAD_GATEWAY,
+        "upstream_answer_too_large",
+        format!("the upstream's answer is larger than {limit} bytes (CAIRN_MAX_JSON_BYTES)"),
+    )
+}
+
 /// The 504 of a call that outlived its deadline.
 pub fn timed_out(timeout: Duration) -> AppError {
     AppError::new(

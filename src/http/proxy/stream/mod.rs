@@ -25,6 +25,9 @@ use super::{Exchange, tools, upstream};
 use crate::domain::proxying::Endpoint;
 use crate::http::error::AppError;
 
+/// Largest single event Cairn holds while it waits for the event's end.
+const MAX_EVENT_BYTES: usize = 16 << 20;
+
 /// Longest silence of an upstream stream before it counts as cut.
 const IDLE: Duration = Duration::from_secs(300);
 
@@ -169,7 +172,13 @@ impl Rounds {
             self.waited += started.elapsed();
             match next {
                 Ok(Some(Ok(chunk))) => {
-                    for event in parser.push(&chunk) {
+                    let events = parser.push(&chunk);
+                    if parser.pending() > MAX_EVENT_BYTES {
+                        self.cut("an upstream event is larger than Cairn holds")
+                            .await;
+                        return None;
+                    }
+                    for event in events {
                         for out in self.filter.on_event(event) {
                             if !self.send(out.raw).await {
                                 return None;
