@@ -32,22 +32,6 @@ use pending::Pending;
 pub use report::{UsageRecorded, UsageReport, UsageTotals};
 pub use stats::NamespaceStats;
 
-/// Shared spend counters outlive their day by this long (clock skew between replicas).
-const SHARED_SPEND_MARGIN_SECS: i64 = 3600;
-
-/// The larger of this replica's view of a day's spend and the shared one: the
-/// shared counters miss reports made while they were down, the local view
-/// misses the other replicas'.
-fn at_least(local: Spend, shared: Option<(u64, f64)>) -> Spend {
-    match shared {
-        Some((tokens, cost_usd)) => Spend {
-            tokens: local.tokens.max(tokens),
-            cost_usd: local.cost_usd.max(cost_usd),
-        },
-        None => local,
-    }
-}
-
 /// Governor tiers, as counted.
 pub const TIERS: [&str; 3] = ["normal", "warn", "pointer_only"];
 /// Most tokens one usage report may state (larger is a client bug, refused).
@@ -353,7 +337,7 @@ impl Ledger {
         let mut spent = self.spend_today(namespace, now);
         if let Some(shared) = &self.shared {
             let day = now.date_naive().to_string();
-            spent = at_least(spent, shared.get(namespace, &day).await);
+            spent = budget::at_least(spent, shared.get(namespace, &day).await);
         }
         budget::check(limits, spent, now)
     }
@@ -415,10 +399,11 @@ impl Ledger {
         let today = match &self.shared {
             Some(shared) => {
                 let day = now.date_naive().to_string();
-                let expire_at = budget::resets_at(now).timestamp() + SHARED_SPEND_MARGIN_SECS;
+                let expire_at =
+                    budget::resets_at(now).timestamp() + budget::SHARED_SPEND_MARGIN_SECS;
                 let tokens = report.input_tokens + report.output_tokens;
                 let totals = shared.add(namespace, &day, (tokens, cost), expire_at);
-                at_least(today, totals.await)
+                budget::at_least(today, totals.await)
             }
             None => today,
         };

@@ -32,6 +32,22 @@ struct Override {
     cost_usd: Option<Option<f64>>,
 }
 
+/// Shared spend counters outlive their day by this long (clock skew between replicas).
+pub const SHARED_SPEND_MARGIN_SECS: i64 = 3600;
+
+/// The larger of this replica's view of a day's spend and the shared one: the
+/// shared counters miss reports made while they were down, the local view
+/// misses the other replicas'.
+pub fn at_least(local: Spend, shared: Option<(u64, f64)>) -> Spend {
+    match shared {
+        Some((tokens, cost_usd)) => Spend {
+            tokens: local.tokens.max(tokens),
+            cost_usd: local.cost_usd.max(cost_usd),
+        },
+        None => local,
+    }
+}
+
 /// Budgets of every namespace.
 #[derive(Clone, Debug, Default)]
 pub struct Budgets {

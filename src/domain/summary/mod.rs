@@ -240,3 +240,5 @@ fn split(text: &[u8]) -> Vec<&[u8]> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trace_tests;

@@ -1,10 +1,11 @@
-//! Tests of the PostgreSQL full-text index and of GC (which takes index rows
-//! with the objects), on the harness of [`super::postgres_tests`].
+//! Tests of the PostgreSQL full-text index, of GC (which takes index rows
+//! with the objects) and of object leases (which GC and puts of other
+//! replicas take), on the harness of [`super::postgres_tests`].
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::postgres::PgMetaStore;
-use super::postgres_tests::{list_query, raw_put, test_store};
+use super::postgres_tests::{hash_of, list_query, raw_put, test_store};
 use super::*;
 
 async fn index(store: &PgMetaStore, hash: &str, frames: &[&str]) {
@@ -195,5 +196,44 @@ async fn gc_removes_only_objects_no_memory_refers_to() {
         );
         assert!(t.store.memories_without_object().await.unwrap().is_empty());
     }
+    t.finish().await;
+}
+
+#[tokio::test]
+async fn an_object_lease_makes_a_second_process_wait_until_it_is_dropped() {
+    let Some(t) = test_store().await else { return };
+    // A second store on the same schema stands for another replica.
+    let other = PgMetaStore::open_with(t.options.clone().options([("search_path", &t.schema)]))
+        .await
+        .unwrap();
+    let hash = hash_of(b"leased");
+    let held = t
+        .store
+        .lease_object(&hash)
+        .await
+        .unwrap()
+        .expect("PostgreSQL leases");
+
+    let waiting = tokio::spawn(async move {
+        let lease = other.lease_object(&hash).await;
+        (lease.map(|l| l.is_some()), other)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the other replica got the lease while it was held"
+    );
+    // Another object is not held up.
+    let unrelated = t.store.lease_object(&hash_of(b"other")).await.unwrap();
+    assert!(unrelated.is_some());
+
+    drop(held);
+    let (granted, other) = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+        .await
+        .expect("the lease was not released")
+        .unwrap();
+    assert!(granted.unwrap());
+    other.close().await;
+    drop(unrelated);
     t.finish().await;
 }
