@@ -16,6 +16,7 @@ use futures::Stream;
 use vocabulary::{VOCABULARY, Vocabulary};
 
 mod lines;
+pub mod transcript;
 mod vocabulary;
 
 /// Stock phrases per generator.

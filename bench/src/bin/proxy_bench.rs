@@ -83,7 +83,7 @@ async fn main() -> anyhow::Result<()> {
     let offload = Row::new("ten new 50 KB tool results", &via, &straight, 30.0);
 
     // 3. Tokens before and after on the compress benchmark's transcript.
-    let transcript = compress_transcript(42);
+    let transcript = generate::transcript::transcript(42);
     let body = json!({"model": "gpt-4.1", "messages": transcript}).to_string();
     let (_, headers) = call(&client, &proxied, &body).await?;
     let header = |name: &str| -> u64 {
@@ -192,41 +192,6 @@ fn tool_conversation(run: u64) -> Vec<Value> {
         text.fill(&mut out, 50 << 10);
         messages.push(json!({"role": "tool", "tool_call_id": format!("call_{i}"),
             "content": String::from_utf8_lossy(&out).into_owned()}));
-    }
-    messages
-}
-
-/// The compress benchmark's transcript: 100 messages, 32 tool results of 18 KiB.
-fn compress_transcript(seed: u64) -> Vec<Value> {
-    let mut text = generate::TextGenerator::new(seed);
-    let mut messages = vec![
-        json!({"role": "system", "content": "You are a coding agent. Use the tools; keep answers short."}),
-        json!({"role": "user", "content": "The nightly build is red: find out why and fix it."}),
-    ];
-    let mut call = 0;
-    while messages.len() < 100 {
-        if call < 32 && messages.len() + 2 <= 100 {
-            call += 1;
-            let id = format!("call_{call:03}");
-            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": id, "type": "function", "function": {"name": "run", "arguments": format!("{{\"step\": {call}}}")}}]}));
-            let mut out = Vec::with_capacity((18 << 10) + 256);
-            text.fill(&mut out, 18 << 10);
-            messages.push(json!({"role": "tool", "tool_call_id": id,
-                "content": String::from_utf8_lossy(&out).into_owned()}));
-        }
-        if messages.len() < 100 {
-            let mut line = Vec::new();
-            text.push_line(&mut line);
-            let role = if messages.len() % 2 == 0 {
-                "assistant"
-            } else {
-                "user"
-            };
-            messages.push(
-                json!({"role": role, "content": String::from_utf8_lossy(&line).trim().to_owned()}),
-            );
-        }
     }
     messages
 }
