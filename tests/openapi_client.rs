@@ -29,8 +29,15 @@ async fn a_generated_python_client_puts_fetches_a_slice_and_searches() {
     }
     let out = tempfile::tempdir().unwrap();
     let package = out.path().join("cairn_client");
-    let generated = Command::new("openapi-python-client")
-        .args(["generate", "--meta", "none", "--path"])
+    let generated = Command::new("python3")
+        .args([
+            "-m",
+            "openapi_python_client",
+            "generate",
+            "--meta",
+            "none",
+            "--path",
+        ])
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json"))
         .arg("--output-path")
         .arg(&package)
