@@ -15,10 +15,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `(file, line number, line)` of every line of product code under `roots`
-/// that names one of `words` as a path (`word::`). Comments and test code
-/// (`*tests.rs` files, and what follows `#[cfg(test)]`) do not count: a test
-/// may drive two layers together.
+/// `(file, line number, line)` of every line of code (comments aside) under
+/// `roots` that names one of `words` as a path (`word::`), test code included.
 fn offenders(roots: &[&str], words: &[&str]) -> Vec<String> {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();

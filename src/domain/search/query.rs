@@ -251,6 +251,18 @@ mod tests {
         assert_eq!(fts("a and b"), r#""a" "and" "b""#);
         assert_eq!(fts("a (b OR c) d"), r#""a" AND ("b" OR "c") AND "d""#);
         assert_eq!(fts("(a) (b)"), r#"("a") AND ("b")"#);
+        // Pinned: the PostgreSQL store's tests take these expressions as written.
+        assert_eq!(fts("open NOT handle"), r#""open" NOT "handle""#);
+        assert_eq!(
+            fts("config.yaml OR relevant"),
+            r#""config yaml" OR "relevant""#
+        );
+        assert_eq!(fts(r#""file han"*"#), r#""file han"*"#);
+        assert_eq!(fts("Ünïcode it's"), r#""unicode" "it s""#);
+        assert_eq!(
+            fts("alpha NOT beta NOT (gamma OR delta) eps*"),
+            r#""alpha" NOT "beta" NOT ("gamma" OR "delta") AND "eps"*"#
+        );
     }
 
     #[test]
