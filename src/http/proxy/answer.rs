@@ -71,14 +71,7 @@ pub async fn run(x: &Exchange, mut body: Value, mut bytes: Vec<u8>) -> Result<Re
 /// `CAIRN_MAX_JSON_BYTES`: a larger answer is a 502, not unbounded memory).
 async fn ask(x: &Exchange, bytes: Vec<u8>) -> Result<(StatusCode, HeaderMap, Bytes), AppError> {
     let proxy = x.proxy();
-    let mut answer = upstream::send(
-        &proxy.client,
-        &x.url,
-        x.headers.clone(),
-        bytes,
-        proxy.timeout,
-    )
-    .await?;
+    let mut answer = x.send(bytes).await?;
     let status = answer.status();
     let headers = upstream::response_headers(answer.headers());
     let limit = x.state.config.max_json_bytes;

@@ -3,10 +3,24 @@
 
 use serde_json::Value;
 
-use super::{Exchange, tools};
+use super::{Exchange, tools, upstream};
 use crate::domain::proxying::usage::{self, Round, Usage};
+use crate::http::error::AppError;
 
 impl Exchange {
+    /// Sends one round's request upstream; answers the answer's head.
+    pub(super) async fn send(&self, bytes: Vec<u8>) -> Result<reqwest::Response, AppError> {
+        let proxy = self.proxy();
+        upstream::send(
+            &proxy.client,
+            &self.url,
+            self.headers.clone(),
+            bytes,
+            proxy.timeout,
+        )
+        .await
+    }
+
     /// Records round `round`'s usage (its `usage` object, answered by `model`
     /// or the request's); answers it as read.
     pub(super) async fn account_round(

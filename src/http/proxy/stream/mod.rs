@@ -42,20 +42,12 @@ pub async fn run(x: Exchange, mut body: Value, bytes: Vec<u8>) -> Result<Respons
     let bytes = if x.endpoint == Endpoint::Chat && !wants_usage {
         // Usage is what accounting needs: asked for, and kept from a client that did not ask.
         body["stream_options"]["include_usage"] = Value::Bool(true);
-        serde_json::to_vec(&body).map_err(|e| AppError::bad_request(e.to_string()))?
+        serde_json::to_vec(&body).map_err(AppError::internal_error)?
     } else {
         bytes
     };
-    let proxy = x.proxy();
     let asked = Instant::now();
-    let first = upstream::send(
-        &proxy.client,
-        &x.url,
-        x.headers.clone(),
-        bytes,
-        proxy.timeout,
-    )
-    .await?;
+    let first = x.send(bytes).await?;
     let waited = asked.elapsed();
     let status = first.status();
     let mut headers = upstream::response_headers(first.headers());
@@ -138,16 +130,8 @@ impl Rounds {
             let Ok(bytes) = serde_json::to_vec(&self.body) else {
                 return self.cut("cannot serialize the next round").await;
             };
-            let proxy = self.x.proxy();
             let asked = Instant::now();
-            let next = upstream::send(
-                &proxy.client,
-                &self.x.url,
-                self.x.headers.clone(),
-                bytes,
-                proxy.timeout,
-            )
-            .await;
+            let next = self.x.send(bytes).await;
             self.waited += asked.elapsed();
             match next {
                 Ok(next) if next.status().is_success() => response = next,
