@@ -3,6 +3,7 @@
 
 use std::sync::LazyLock;
 
+use super::scan::Level;
 use super::{HEAD_KEEP, Material};
 
 /// What a summary is shaped for.
@@ -16,6 +17,8 @@ pub enum Kind {
     TestOutput,
     /// Log lines (timestamps, levels).
     Log,
+    /// A compiler's output (rustc and cargo, gcc and clang, javac, tsc).
+    Build,
     /// A file listing (`ls -l`, `ls -R`, `find`, `tree`, plain paths).
     Listing,
     /// A stack trace (Python, JVM, Rust, Node, Go).
@@ -34,6 +37,7 @@ impl Kind {
             Self::Html => "html",
             Self::TestOutput => "test-output",
             Self::Log => "log",
+            Self::Build => "build-output",
             Self::Listing => "listing",
             Self::Trace => "stack-trace",
             Self::Text => "text",
@@ -93,6 +97,14 @@ pub fn detect(mime: &str, material: &Material) -> Kind {
     if log_share >= 60 {
         return Kind::Log;
     }
+    // A compiler's diagnostics are among the error and warning lines kept.
+    let diagnostics = [Level::Error, Level::Warning]
+        .iter()
+        .flat_map(|level| material.stats.shown(*level))
+        .any(|(_, line)| compiler(&line).is_some());
+    if diagnostics {
+        return Kind::Build;
+    }
     if lines.iter().any(|l| is_trace_marker(l)) {
         return Kind::Trace;
     }
@@ -127,7 +139,38 @@ pub fn test_runner(line: &str) -> Option<&'static str> {
     if (t.starts_with("Tests:") || t.starts_with("Test Suites:")) && t.ends_with(" total") {
         return Some("jest");
     }
+    if t.starts_with("Ran ") && (t.contains(" tests in ") || t.contains(" test in ")) {
+        return Some("unittest");
+    }
     None
+}
+
+/// The compiler whose diagnostic or progress line `line` is, if it is one.
+pub fn compiler(line: &str) -> Option<&'static str> {
+    static DIAGNOSTIC: LazyLock<regex::Regex> = LazyLock::new(|| {
+        #[allow(clippy::expect_used)] // constant pattern; the tests build it
+        regex::Regex::new(
+            r"^(?:[^\s:]+\.(c|cc|cpp|cxx|h|hpp|m|java|go):\d+(?::\d+)?: (?:fatal )?(?:error|warning):|[^\s:(]+\.(tsx?)\(\d+,\d+\): error TS\d+:)",
+        )
+        .expect("constant pattern")
+    });
+    let t = line.trim_end();
+    if t.starts_with("error[E") || (t.starts_with("   Compiling ") && t.contains(" v")) {
+        return Some("rustc");
+    }
+    // Every diagnostic below says ` error` or ` warning`: most lines say neither.
+    static SAYS: LazyLock<[memchr::memmem::Finder<'static>; 2]> =
+        LazyLock::new(|| [" error", " warning"].map(memchr::memmem::Finder::new));
+    if !SAYS.iter().any(|f| f.find(t.as_bytes()).is_some()) {
+        return None;
+    }
+    let caps = DIAGNOSTIC.captures(t)?;
+    Some(match caps.get(1).or(caps.get(2)).map(|m| m.as_str()) {
+        Some("java") => "javac",
+        Some("go") => "go build",
+        Some("ts" | "tsx") => "tsc",
+        _ => "gcc",
+    })
 }
 
 fn first_byte(head: &[u8]) -> Option<u8> {

@@ -43,6 +43,8 @@ pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize) {
     if !page.text.is_empty() {
         doc.text(format!("text: {}", clip(&page.text, max_chars / 3)));
     }
+    // A page of console output: its error lines, numbered in the source.
+    super::logs::flagged(m, doc);
     if !m.whole {
         doc.text(format!(
             "(from the first {} of {} bytes)",

@@ -91,7 +91,17 @@ pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize) {
     };
     let sample =
         String::from_utf8_lossy(&m.prefix[sample.start..sample.end.min(sample.start + 4096)]);
-    doc.text(format!("sample: {}", clip(&squash(&sample), max_chars / 3)));
+    // JSON lines that are logs: their error lines matter more than a sample.
+    let flagged = m.stats.counts[..3].iter().any(|n| *n > 0);
+    let sample_chars = if flagged {
+        max_chars / 8
+    } else {
+        max_chars / 3
+    };
+    doc.text(format!("sample: {}", clip(&squash(&sample), sample_chars)));
+    if flagged {
+        super::logs::flagged(m, doc);
+    }
 }
 
 fn describe(shape: &Shape, depth: usize) -> String {

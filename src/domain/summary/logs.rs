@@ -1,16 +1,25 @@
-//! Logs and test output: lines counted by level, the runner's own tally
-//! (pytest, cargo test, go test, jest), failed, error and warning lines with
-//! their numbers, and the last lines.
+//! Logs, test output and build output: lines counted by level, the runner's
+//! own tally (pytest, unittest, cargo test, go test, jest), failed, error
+//! and warning lines with their numbers and where they were raised or point
+//! to, and the last lines.
 
 use super::Material;
-use super::detect::{Kind, test_runner};
+use super::detect::{Kind, compiler, test_runner};
 use super::render::Doc;
 use super::scan::{LEVELS, Level, Tally};
 
 /// Summarizes logs or test output into `doc`.
-pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize, kind: Kind) {
+pub fn summarize(m: &Material, doc: &mut Doc, kind: Kind) {
     let stats = &m.stats;
     let lines = m.text_lines(64);
+    if kind == Kind::Build {
+        let compiler = lines
+            .iter()
+            .find_map(|(_, l)| compiler(&String::from_utf8_lossy(l)));
+        if let Some(compiler) = compiler {
+            doc.detail(compiler);
+        }
+    }
     if kind == Kind::TestOutput {
         let runner = lines
             .iter()
@@ -32,29 +41,47 @@ pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize, kind: Kind) {
     } else {
         doc.text(format!("lines by level: {}", counts.join(", ")));
     }
-    // About one shown line per 90 characters, shared out by severity.
-    let mut budget = (max_chars / 90).clamp(3, 60);
-    let tail_count = (budget / 3).clamp(1, 8);
-    budget -= tail_count;
-    let mut shown = Vec::new();
-    for (level, title) in [
-        (Level::Failed, "failed"),
-        (Level::Error, "errors"),
-        (Level::Warning, "warnings"),
-    ] {
-        let examples = &stats.examples[level as usize];
-        let take = examples.len().min(budget);
-        budget -= take;
-        shown.extend(examples[..take].iter().map(|(n, _)| *n));
-        doc.lines(title, examples[..take].to_vec());
-    }
+    let shown = flagged(m, doc);
     let tail = m
-        .tail_lines(tail_count)
+        .tail_lines(TAIL_LINES)
         .into_iter()
         .filter(|(n, _)| !shown.contains(n))
         .map(|(n, l)| (n, super::scan::clean_line(l, false)))
         .collect();
     doc.lines("last lines", tail);
+}
+
+/// Last lines shown (after the flagged ones, as room allows).
+const TAIL_LINES: usize = 3;
+
+/// Adds the failed and error lines, where their exceptions were raised or
+/// their diagnostics point, and the warnings, as room allows (most severe
+/// first); returns the numbers of the lines shown.
+pub fn flagged(m: &Material, doc: &mut Doc) -> Vec<u64> {
+    let stats = &m.stats;
+    let failed = stats.shown(Level::Failed);
+    let errors = stats.shown(Level::Error);
+    let thrown: Vec<u64> = failed
+        .iter()
+        .chain(&errors)
+        .filter(|(_, text)| super::trace::may_point(text))
+        .map(|(n, _)| *n)
+        .collect();
+    let raised_at = if thrown.is_empty() {
+        Vec::new()
+    } else {
+        super::trace::locations(&m.text_lines(256), &thrown)
+    };
+    let warnings = stats.shown(Level::Warning);
+    let shown = [&failed, &errors, &raised_at, &warnings]
+        .iter()
+        .flat_map(|lines| lines.iter().map(|(n, _)| *n))
+        .collect();
+    doc.lines("failed", failed);
+    doc.lines("errors", errors);
+    doc.lines("raised at", raised_at);
+    doc.lines("warnings", warnings);
+    shown
 }
 
 /// The runner's own count of tests, when its summary line is found.
@@ -71,6 +98,8 @@ fn tests_line(runner: &str, m: &Material) -> Option<String> {
             }
         }
         return (ok + failed > 0).then(|| format!("packages: {ok} ok, {failed} failed"));
+    } else if runner == "unittest" {
+        return unittest_line(m);
     } else {
         // pytest and jest: the last line that tallies tests.
         m.tail_lines(64).iter().rev().find_map(|(_, line)| {
@@ -93,4 +122,23 @@ fn tests_line(runner: &str, m: &Material) -> Option<String> {
         String::new()
     };
     Some(format!("tests: {}{runs}", parts.join(", ")))
+}
+
+/// unittest's `Ran 4 tests in 0.001s` and `FAILED (failures=1, errors=1)` or `OK`.
+fn unittest_line(m: &Material) -> Option<String> {
+    let lines = m.tail_lines(64);
+    let text = |l: &[u8]| String::from_utf8_lossy(l).trim_end().to_owned();
+    let ran = lines.iter().rev().find_map(|(_, l)| {
+        let t = text(l);
+        let rest = t.strip_prefix("Ran ")?;
+        rest.split_whitespace().next()?.parse::<u64>().ok()
+    })?;
+    let verdict = lines.iter().rev().find_map(|(_, l)| {
+        let t = text(l);
+        (t.starts_with("FAILED (") || t.starts_with("OK")).then_some(t)
+    });
+    Some(match verdict {
+        Some(verdict) => format!("tests: {ran} run, {verdict}"),
+        None => format!("tests: {ran} run"),
+    })
 }

@@ -16,6 +16,7 @@ mod listing;
 mod logs;
 mod render;
 mod scan;
+mod signal;
 mod trace;
 
 pub use detect::Kind;
@@ -107,7 +108,9 @@ impl SummaryBuilder {
         match kind {
             Kind::Json => json::summarize(&material, &mut doc, max_chars),
             Kind::Html => html::summarize(&material, &mut doc, max_chars),
-            Kind::TestOutput | Kind::Log => logs::summarize(&material, &mut doc, max_chars, kind),
+            Kind::TestOutput | Kind::Log | Kind::Build => {
+                logs::summarize(&material, &mut doc, kind)
+            }
             Kind::Listing => listing::summarize(&material, &mut doc, max_chars),
             Kind::Trace => trace::summarize(&material, &mut doc, max_chars),
             Kind::Text => generic::summarize(&material, &mut doc, max_chars),
@@ -147,9 +150,11 @@ impl SummaryBuilder {
         }
         let head = &self.prefix[..self.prefix.len().min(max_bytes / 2)];
         let mut out = String::from_utf8_lossy(head).into_owned();
-        let noted: Vec<String> = stats.examples[..2]
+        let mut flagged = stats.shown(scan::Level::Failed);
+        flagged.extend(stats.shown(scan::Level::Error));
+        flagged.sort_by_key(|(n, _)| *n);
+        let noted: Vec<String> = flagged
             .iter()
-            .flatten()
             .map(|(n, text)| format!("L{n}: {text}"))
             .collect();
         if !noted.is_empty() {

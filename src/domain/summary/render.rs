@@ -61,8 +61,12 @@ impl Doc {
         }
     }
 
-    /// The summary, at most `max_chars` characters: numbered lines are
-    /// shortened evenly to fit, and whatever still overflows is cut.
+    /// The summary, at most `max_chars` characters. Free lines come whole;
+    /// numbered lines come whole up to [`LINE_CHARS`] in the order they were
+    /// added, as long as they fit: a line that does not fit whole is cut
+    /// (marked `…`) when enough of it fits to be worth reading, and the
+    /// rest are left out and counted, so a quoted line is never cut to a
+    /// stub. Whatever still overflows is cut.
     pub fn render(self, max_chars: usize) -> String {
         let mut out = format!("kind: {}", self.kind);
         if let Some(detail) = &self.detail {
@@ -70,23 +74,16 @@ impl Doc {
         }
         out.push_str(" | ");
         out.push_str(&self.facts);
-        let mut fixed = out.chars().count();
-        let mut shown = 0usize;
-        for block in &self.blocks {
-            match block {
-                Block::Text(text) => fixed += 1 + text.chars().count(),
-                Block::Lines(title, lines) => {
-                    fixed += if title.is_empty() { 0 } else { title.len() + 2 };
-                    fixed += lines
-                        .iter()
-                        .map(|(n, _)| n.to_string().len() + 4)
-                        .sum::<usize>();
-                    shown += lines.len();
-                }
-            }
-        }
-        let room = max_chars.saturating_sub(fixed);
-        let per_line = room.checked_div(shown).map_or(0, |n| n.max(16));
+        let fixed: usize = self
+            .blocks
+            .iter()
+            .map(|block| match block {
+                Block::Text(text) => 1 + text.chars().count(),
+                Block::Lines(..) => 0,
+            })
+            .sum();
+        let mut room = max_chars.saturating_sub(out.chars().count() + fixed + OMITTED_NOTE);
+        let mut omitted = 0usize;
         for block in &self.blocks {
             match block {
                 Block::Text(text) => {
@@ -94,18 +91,41 @@ impl Doc {
                     out.push_str(text);
                 }
                 Block::Lines(title, lines) => {
-                    if !title.is_empty() {
-                        out.push_str(&format!("\n{title}:"));
-                    }
+                    let title_cost = if title.is_empty() { 0 } else { title.len() + 2 };
+                    let mut titled = title.is_empty();
                     for (number, text) in lines {
-                        out.push_str(&format!("\nL{number}: {}", clip(text, per_line)));
+                        let prefix = number.to_string().len() + 4; // "\nL" and ": "
+                        let cost = title_cost * usize::from(!titled) + prefix;
+                        let whole = text.chars().count().min(LINE_CHARS + 1);
+                        let fits = room.saturating_sub(cost);
+                        if omitted > 0 || fits < whole.min(MIN_CUT) {
+                            omitted += 1;
+                            continue;
+                        }
+                        if !titled {
+                            out.push_str(&format!("\n{title}:"));
+                            titled = true;
+                        }
+                        let shown = clip(text, fits.min(whole));
+                        room = fits - shown.chars().count();
+                        out.push_str(&format!("\nL{number}: {shown}"));
                     }
                 }
             }
         }
+        if omitted > 0 {
+            out.push_str(&format!("\n(+{omitted} more lines)"));
+        }
         clip(&out, max_chars)
     }
 }
+
+/// Characters of a numbered line shown at most (a longer line is cut, marked `…`).
+pub const LINE_CHARS: usize = super::scan::LINE_CHARS;
+/// Characters a cut line keeps at least: a line that would keep fewer is left out.
+const MIN_CUT: usize = 60;
+/// Room kept for the note counting lines left out.
+const OMITTED_NOTE: usize = 20;
 
 /// `text` cut to at most `max` characters, ending in `…` when cut.
 pub fn clip(text: &str, max: usize) -> String {

@@ -19,13 +19,14 @@ const EDGE: usize = 15;
 /// Line levels, most severe first; a line counts once, at its most severe level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
-    /// `fail`, `failed`, `FAILURE`.
+    /// A test runner's verdict: `FAILED tests/x.py::t`, `--- FAIL:`, `✕`.
     Failed = 0,
-    /// `error`, `exception`, `fatal`, `panic`, `traceback`.
+    /// A log level, compiler error, exception, panic or non-zero exit status.
     Error = 1,
-    /// `warn`, `warning`.
+    /// A warning level or diagnostic.
     Warning = 2,
-    /// `passed` (lines that only say `ok` are not counted: not worth a search of every frame).
+    /// A line with the word `passed` (lines that only say `ok` are not counted:
+    /// not worth a search of every frame).
     Passed = 3,
 }
 
@@ -37,20 +38,32 @@ pub const LEVELS: [(Level, &str); 4] = [
     (Level::Passed, "passed"),
 ];
 
+/// Flag of a line that has a word some verdict needs: the line is judged by
+/// [`signal::classify`](super::signal::classify).
+const CANDIDATE: u8 = 1;
+/// Flag of a line with the word `passed`.
+const PASSED: u8 = 1 << Level::Passed as u8;
 /// Flag of a cargo `test result:` line, whose figures are added up.
 const TALLY: u8 = 1 << 4;
 
-/// (word, flag) looked for in the lower-cased content.
-const WORDS: [(&str, u8); 9] = [
-    ("fail", 1 << Level::Failed as u8),
-    ("error", 1 << Level::Error as u8),
-    ("exception", 1 << Level::Error as u8),
-    ("fatal", 1 << Level::Error as u8),
-    ("panic", 1 << Level::Error as u8),
-    ("traceback", 1 << Level::Error as u8),
-    ("warn", 1 << Level::Warning as u8),
-    ("passed", 1 << Level::Passed as u8),
-    ("test result:", TALLY),
+/// (word, flag) looked for in the lower-cased content: every verdict the
+/// classifier knows holds one of them, but for one-letter levels (`E: `,
+/// `W1124 …`), which are found by how a line starts.
+const WORDS: [(&[u8], u8); 13] = [
+    (b"fail", CANDIDATE),
+    (b"error", CANDIDATE),
+    (b"err!", CANDIDATE),
+    (b"exception", CANDIDATE),
+    (b"fatal", CANDIDATE),
+    (b"panic", CANDIDATE),
+    (b"crit", CANDIDATE),
+    (b"warn", CANDIDATE),
+    (b"exit", CANDIDATE),
+    (b"_test.go:", CANDIDATE),
+    // The lead bytes of both `✕` and `✗` (U+2715, U+2717).
+    (b"\xe2\x9c", CANDIDATE),
+    (b"passed", PASSED),
+    (b"test result:", TALLY),
 ];
 
 /// One SIMD substring finder per word, run over a lower-cased copy of the
@@ -59,7 +72,7 @@ const WORDS: [(&str, u8); 9] = [
 static FINDERS: LazyLock<Vec<(memchr::memmem::Finder<'static>, u8)>> = LazyLock::new(|| {
     WORDS
         .iter()
-        .map(|(w, flag)| (memchr::memmem::Finder::new(w.as_bytes()), *flag))
+        .map(|(w, flag)| (memchr::memmem::Finder::new(w), *flag))
         .collect()
 });
 
@@ -159,43 +172,93 @@ impl Tally {
     }
 }
 
-/// Lines by level, the first few of each with their numbers, and tallies.
+/// The level of a line whose words gave `flags`; `head` is its start.
+pub fn judge(flags: u8, head: &[u8]) -> Option<Level> {
+    let judged = if flags & CANDIDATE != 0 {
+        super::signal::classify(head)
+    } else {
+        None
+    };
+    judged.or((flags & PASSED != 0).then_some(Level::Passed))
+}
+
+/// Lines by level, the first few and the last of each with their numbers,
+/// and tallies.
 #[derive(Clone, Debug, Default)]
 pub struct LineStats {
     /// Lines per [`Level`].
     pub counts: [u64; 4],
     /// The first [`EXAMPLES`] lines of each level but `Passed`: (number, text).
     pub examples: [Vec<(u64, String)>; 3],
+    /// The last line of each level but `Passed`, when it is not among `examples`.
+    pub last: [Option<(u64, String)>; 3],
     /// Sum of the cargo `test result:` lines.
     pub tally: Tally,
 }
 
 impl LineStats {
-    /// Counts one line of `flags`; `head` is its start (at most [`LINE_KEEP`] bytes).
+    /// Counts one line of `flags` (judged here); `head` is its start (at
+    /// most [`LINE_KEEP`] bytes).
     pub fn add_line(&mut self, number: u64, flags: u8, head: &[u8], truncated: bool) {
+        let level = judge(flags, head);
+        self.add_judged_keeping_last(number, level, flags, head, truncated);
+    }
+
+    /// Counts one line already judged to be of `level`; false when it is of
+    /// a shown level but not kept among the examples (it may be the last).
+    fn add_judged(
+        &mut self,
+        number: u64,
+        level: Option<Level>,
+        flags: u8,
+        head: &[u8],
+        truncated: bool,
+    ) -> bool {
         if flags & TALLY != 0
             && let Some(tally) = Tally::parse(&String::from_utf8_lossy(head))
         {
             self.tally.add(&tally);
         }
-        let Some(level) = (0..4).find(|l| flags & (1 << l) != 0) else {
-            return;
+        let Some(level) = level else {
+            return true;
         };
+        let level = level as usize;
         self.counts[level] += 1;
-        if let Some(examples) = self.examples.get_mut(level)
-            && examples.len() < EXAMPLES
-        {
-            examples.push((number, clean_line(head, truncated)));
+        match self.examples.get_mut(level) {
+            Some(examples) if examples.len() < EXAMPLES => {
+                examples.push((number, clean_line(head, truncated)));
+                true
+            }
+            Some(_) => false,
+            None => true,
         }
     }
 
-    /// True when a line of `flags` would be shown, so its number is needed.
-    pub fn wants_number(&self, flags: u8) -> bool {
-        (0..3).any(|l| {
-            flags & (1 << l) != 0
-                && flags & ((1 << l) - 1) == 0
-                && self.examples[l].len() < EXAMPLES
-        })
+    /// [`add_judged`](Self::add_judged), keeping the line as the last of its
+    /// level when it is not an example.
+    fn add_judged_keeping_last(
+        &mut self,
+        number: u64,
+        level: Option<Level>,
+        flags: u8,
+        head: &[u8],
+        truncated: bool,
+    ) {
+        if !self.add_judged(number, level, flags, head, truncated)
+            && let Some(level) = level
+        {
+            self.last[level as usize] = Some((number, clean_line(head, truncated)));
+        }
+    }
+
+    /// The lines of `level` kept: the first ones, then the last.
+    pub fn shown(&self, level: Level) -> Vec<(u64, String)> {
+        let Some(examples) = self.examples.get(level as usize) else {
+            return Vec::new();
+        };
+        let mut lines = examples.clone();
+        lines.extend(self.last[level as usize].clone());
+        lines
     }
 
     /// Adds the stats of later lines, numbered from `offset`.
@@ -203,9 +266,15 @@ impl LineStats {
         for (count, more) in self.counts.iter_mut().zip(later.counts) {
             *count += more;
         }
-        for (kept, more) in self.examples.iter_mut().zip(&later.examples) {
-            let room = EXAMPLES.saturating_sub(kept.len());
-            kept.extend(more.iter().take(room).map(|(n, t)| (n + offset, t.clone())));
+        for level in 0..3 {
+            let kept = &mut self.examples[level];
+            let more = &later.examples[level];
+            let room = EXAMPLES.saturating_sub(kept.len()).min(more.len());
+            kept.extend(more[..room].iter().map(|(n, t)| (n + offset, t.clone())));
+            let beyond = later.last[level].as_ref().or(more[room..].last());
+            if let Some((n, text)) = beyond {
+                self.last[level] = Some((n + offset, text.clone()));
+            }
         }
         self.tally.add(&later.tally);
     }
@@ -248,14 +317,25 @@ pub struct FrameScan {
 
 /// Scans one frame (runs on a worker thread).
 pub fn scan_frame(frame: &[u8]) -> FrameScan {
-    let newlines = memchr::memchr_iter(b'\n', frame).count() as u64;
     let mut hits: Vec<(usize, u8)> = Vec::new();
+    let mut newlines = 0u64;
+    if one_letter_level(frame) {
+        hits.push((0, CANDIDATE));
+    }
+    for at in memchr::memchr_iter(b'\n', frame) {
+        newlines += 1;
+        if one_letter_level(&frame[at + 1..]) {
+            hits.push((at + 1, CANDIDATE));
+        }
+    }
     find_words(frame, &mut hits);
     hits.sort_unstable();
     let first_end = memchr::memchr(b'\n', frame).unwrap_or(frame.len());
     let last_start = memchr::memrchr(b'\n', frame).map_or(0, |p| p + 1);
     let (mut first_flags, mut last_flags) = (0u8, 0u8);
     let mut inner = LineStats::default();
+    // The last line of each shown level beyond the examples: (number, start, end).
+    let mut last_at: [Option<(u64, usize, usize)>; 3] = [None; 3];
     // The line of the latest hit: (start, end, flags).
     let mut current: Option<(usize, usize, u8)> = None;
     // Newlines before `counted_to`: counted only as far as a shown line needs.
@@ -266,13 +346,19 @@ pub fn scan_frame(frame: &[u8]) -> FrameScan {
         } else if start == last_start && newlines > 0 {
             last_flags |= flags;
         } else {
-            if inner.wants_number(flags) {
+            let line = &frame[start..end];
+            let head = &line[..line.len().min(LINE_KEEP)];
+            let level = judge(flags, head);
+            if level.is_some_and(|l| l != Level::Passed) {
                 index += memchr::memchr_iter(b'\n', &frame[counted_to..start]).count() as u64;
                 counted_to = start;
             }
-            let line = &frame[start..end];
-            let head = &line[..line.len().min(LINE_KEEP)];
-            inner.add_line(index, flags, head, line.len() > LINE_KEEP);
+            if !inner.add_judged(index, level, flags, head, line.len() > LINE_KEEP)
+                && let Some(level) = level
+            {
+                // Cleaned once the frame is done: most such lines are followed by more.
+                last_at[level as usize] = Some((index, start, end));
+            }
         }
     };
     for (at, flag) in hits {
@@ -292,6 +378,13 @@ pub fn scan_frame(frame: &[u8]) -> FrameScan {
     if let Some(done) = current.take() {
         close(done, &mut inner);
     }
+    for (kept, at) in inner.last.iter_mut().zip(last_at) {
+        if let Some((number, start, end)) = at {
+            let line = &frame[start..end];
+            let head = &line[..line.len().min(LINE_KEEP)];
+            *kept = Some((number, clean_line(head, line.len() > LINE_KEEP)));
+        }
+    }
     let last = (newlines > 0 && last_start < frame.len())
         .then(|| Segment::of(&frame[last_start..], last_flags));
     FrameScan {
@@ -300,6 +393,12 @@ pub fn scan_frame(frame: &[u8]) -> FrameScan {
         inner,
         last,
     }
+}
+
+/// True when `line` may start with a one-letter level (`E: `, `W: `,
+/// `E   ` of pytest, `E1124 07:21:33` of glog), which no word gives away.
+fn one_letter_level(line: &[u8]) -> bool {
+    matches!(line, [b'E' | b'W' | b'F', b':' | b' ' | b'0'..=b'9', ..])
 }
 
 /// A line not yet ended: started in an earlier frame, or the content's last.
@@ -339,9 +438,15 @@ impl OpenLine {
 
     /// Counts the line in `stats`.
     pub fn close(&self, stats: &mut LineStats) {
+        // Frames may have cut its first bytes apart: look at them whole.
+        let start = if one_letter_level(&self.head) {
+            CANDIDATE
+        } else {
+            0
+        };
         stats.add_line(
             self.number,
-            self.flags,
+            self.flags | start,
             &self.head,
             self.len > LINE_KEEP as u64,
         );

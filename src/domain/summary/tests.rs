@@ -176,14 +176,18 @@ fn pytest_runs_show_the_tally_and_the_failures() {
     let s = of(PYTEST.as_bytes(), "text/plain");
     assert!(s.starts_with("kind: test-output (pytest) |"), "{s}");
     assert!(s.contains("tests: 49 passed, 2 failed, 1 skipped"), "{s}");
-    assert!(s.contains("lines by level: 4 failed, 3 error"), "{s}");
-    assert!(s.contains("failed:\nL10: "), "{s}");
+    // The `FAILURES` banner and the tally are not failures; `E` lines and
+    // located exceptions are errors.
+    assert!(s.contains("lines by level: 2 failed, 4 error"), "{s}");
+    assert!(s.contains("failed:\nL22: "), "{s}");
     assert!(
         s.contains("L22: FAILED tests/test_cart.py::test_total_with"),
         "{s}"
     );
     assert!(
-        s.contains("errors:\nL17: tests/test_cart.py:42: AssertionError"),
+        s.contains(
+            "errors:\nL15: E       assert 100 == 90\nL17: tests/test_cart.py:42: AssertionError"
+        ),
         "{s}"
     );
     assert_eq!(s.matches("L22: ").count(), 1, "lines shown once: {s}");
@@ -308,7 +312,7 @@ fn plain_text_keeps_head_errors_and_tail() {
     }
     let s = of(text.as_bytes(), "text/plain");
     assert!(s.starts_with("kind: text | 5000 lines,"), "{s}");
-    assert!(s.contains("1 error-looking lines"), "{s}");
+    assert!(s.contains("1 failed or error lines"), "{s}");
     assert!(s.contains("L2500: ERROR: disk quota"), "{s}");
     assert!(
         s.contains("L1: line 1 ") && s.contains("L5000: line 5000"),
@@ -447,7 +451,7 @@ fn words_at_the_edges_of_the_scans_windows_count_once() {
             log.push(b'\n');
         }
         log.resize(start, b'.');
-        log.extend_from_slice(b"Traceback (most recent call last)\n");
+        log.extend_from_slice(b"\nERROR: quota exceeded\n");
     }
     let whole = summarize(&log, &facts(&log, "text/plain"), SUMMARY_CHARS);
     assert_eq!(streamed(&log, "text/plain", 4096, SUMMARY_CHARS), whole);
@@ -455,5 +459,104 @@ fn words_at_the_edges_of_the_scans_windows_count_once() {
         streamed(&log, "text/plain", log.len(), SUMMARY_CHARS),
         whole
     );
-    assert!(whole.contains("12 error"), "{whole}");
+    assert!(whole.contains("12 failed or error lines"), "{whole}");
+}
+
+#[test]
+fn compilers_are_recognized_by_their_diagnostics() {
+    use super::detect::compiler;
+    assert_eq!(compiler("error[E0308]: mismatched types"), Some("rustc"));
+    assert_eq!(
+        compiler("   Compiling rcart v0.1.0 (/tmp/rcart)"),
+        Some("rustc")
+    );
+    assert_eq!(
+        compiler("parse.c:8:43: error: expected ‘;’ before ‘return’"),
+        Some("gcc")
+    );
+    assert_eq!(
+        compiler("Broken.java:3: error: incompatible types"),
+        Some("javac")
+    );
+    assert_eq!(
+        compiler("src/api/errors.ts(14,7): error TS2322: Type 'string'"),
+        Some("tsc")
+    );
+    assert_eq!(
+        compiler("./main.go:12:2: error: undefined: x"),
+        Some("go build")
+    );
+    assert_eq!(compiler("src/errors/mod.rs"), None);
+    assert_eq!(compiler("Compiling the error report"), None);
+}
+
+#[test]
+fn a_package_list_flags_nothing() {
+    let mut dpkg = String::from("Desired=Unknown/Install/Remove/Purge/Hold\n");
+    for name in [
+        "liberror-perl",
+        "liberror-prone-java",
+        "libgpg-error0",
+        "libfailover",
+    ] {
+        dpkg.push_str(&format!(
+            "ii  {name:<40} 1.0-1  all  Perl module for error/exception handling, fatal-safe\n"
+        ));
+    }
+    for i in 0..40 {
+        dpkg.push_str(&format!("ii  libfoo{i:<34} 1.0-1  amd64  a library\n"));
+    }
+    let s = of(dpkg.as_bytes(), "text/plain");
+    assert!(!s.contains("errors:") && !s.contains("failed:"), "{s}");
+    assert!(s.contains("no structure recognized: head and tail"), "{s}");
+}
+
+#[test]
+fn a_traceback_in_a_log_shows_its_exception_and_where_it_was_raised() {
+    let mut log = String::new();
+    for i in 0..30 {
+        log.push_str(&format!(
+            "2026-11-24 10:00:{i:02},000 INFO job: row {i} ok (error_rate=0)\n"
+        ));
+    }
+    log.push_str("2026-11-24 10:00:30,000 ERROR job: row 30 failed\n");
+    log.push_str("Traceback (most recent call last):\n");
+    log.push_str("  File \"/srv/job.py\", line 16, in <module>\n    transform(r)\n");
+    log.push_str("  File \"/srv/job.py\", line 6, in transform\n    return float(row)\n");
+    log.push_str("ValueError: could not convert string to float: 'n/a'\n");
+    log.push_str("2026-11-24 10:00:31,000 INFO job: done\n");
+    let s = of(log.as_bytes(), "text/plain");
+    assert!(s.starts_with("kind: log |"), "{s}");
+    assert!(
+        s.contains("L37: ValueError: could not convert string to float: 'n/a'"),
+        "{s}"
+    );
+    assert!(
+        s.contains("raised at:\nL35: File \"/srv/job.py\", line 6, in transform"),
+        "{s}"
+    );
+    assert!(s.contains("lines by level: 2 error"), "{s}");
+}
+
+#[test]
+fn quoted_lines_are_whole_up_to_the_cap_and_cut_lines_are_marked() {
+    let planted = "FATAL: disk quota exceeded on /var/lib/buildkite-agent/builds/node-7/acme/shop/target (used 50.0 GiB of 50.0 GiB)";
+    let mut page =
+        String::from("<!DOCTYPE html><html><head><title>Build</title></head><body>\n<pre>\n");
+    for i in 0..200 {
+        page.push_str(&format!("[build] step {i} fine\n"));
+    }
+    page.push_str(planted);
+    page.push('\n');
+    let long = format!("ERROR: {}", "x".repeat(400));
+    page.push_str(&long);
+    page.push_str("\n</pre></body></html>\n");
+    let s = of(page.as_bytes(), "text/html");
+    assert!(s.contains(&format!("L203: {planted}\n")), "{s}");
+    let cut = s
+        .lines()
+        .find(|l| l.starts_with("L204: ERROR: xxx"))
+        .unwrap_or_default();
+    assert!(cut.ends_with('…'), "{s}");
+    assert!(cut.chars().count() > 100, "{s}");
 }

@@ -164,3 +164,60 @@ fn jvm_or_node(lines: &[(u64, String)]) -> Option<Found> {
         frames,
     })
 }
+
+/// True when a flagged line is one [`locations`] may find a frame or a
+/// location for: an exception line or a compiler diagnostic without one.
+pub fn may_point(text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or("");
+    let name = first.trim_end_matches(':');
+    !text.starts_with(char::is_whitespace)
+        && (name.ends_with("Error")
+            || name.ends_with("Exception")
+            || text.starts_with("Exception in thread ")
+            || text.starts_with("Caused by: ")
+            || text.starts_with("error[")
+            || text.starts_with("error: ")
+            || text.starts_with("warning: "))
+}
+
+/// Frames shown for thrown lines at most.
+const LOCATIONS: usize = 4;
+
+/// Where the exceptions and diagnostics on the `thrown` lines point, from
+/// the `lines` around them: a Python traceback's innermost `File "…"` frame
+/// above its exception line, the first JVM or Node `at` frame below one that
+/// is not the runtime's own, a rustc diagnostic's `-->` location.
+pub fn locations(lines: &[(u64, &[u8])], thrown: &[u64]) -> Vec<(u64, String)> {
+    let text = |i: usize| String::from_utf8_lossy(lines[i].1);
+    let mut found: Vec<(u64, String)> = Vec::new();
+    for n in thrown {
+        if found.len() >= LOCATIONS {
+            break;
+        }
+        let Some(at) = lines.iter().position(|(m, _)| m == n) else {
+            continue;
+        };
+        let above = (at.saturating_sub(64)..at)
+            .rev()
+            .take_while(|i| lines[*i].1.starts_with(b" "))
+            .find(|i| text(*i).trim_start().starts_with("File \""));
+        let below = || {
+            (at + 1..(at + 12).min(lines.len()))
+                .take_while(|i| {
+                    let t = text(*i);
+                    let t = t.trim_start();
+                    t.starts_with("at ") || t.starts_with("--> ")
+                })
+                .find(|i| {
+                    let t = text(*i);
+                    !t.contains("(node:") && !t.contains(" node:") && !t.contains("java.base/")
+                })
+        };
+        if let Some(i) = above.or_else(below)
+            && !found.iter().any(|(m, _)| *m == lines[i].0)
+        {
+            found.push((lines[i].0, clean_line(text(i).trim().as_bytes(), false)));
+        }
+    }
+    found
+}
