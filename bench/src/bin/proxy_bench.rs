@@ -12,6 +12,7 @@
 #[path = ".."]
 mod shared {
     pub mod generate;
+    pub mod marked;
 }
 
 use shared::generate;
@@ -100,7 +101,7 @@ async fn main() -> anyhow::Result<()> {
 
     let section = render(&[plain, offload], before, after, body.len());
     println!("{section}");
-    write_section(&section)?;
+    shared::marked::write_section("proxy", &section)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -257,27 +258,6 @@ For scale: Headroom's published proxy overhead from its own telemetry is p50 52 
         if before > 0 { saved as f64 * 100.0 / before as f64 } else { 0.0 }
     ));
     out
-}
-
-/// Replaces (or appends) the proxy section of bench/REPORT.md.
-fn write_section(section: &str) -> anyhow::Result<()> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("REPORT.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let updated = match (text.find("<!-- proxy -->"), text.find("<!-- /proxy -->")) {
-        (Some(start), Some(end)) => {
-            let end = end + "<!-- /proxy -->\n".len();
-            format!(
-                "{}{}{}",
-                &text[..start],
-                section,
-                &text[end.min(text.len())..]
-            )
-        }
-        _ => format!("{}\n{}", text.trim_end(), section),
-    };
-    std::fs::write(&path, updated)?;
-    eprintln!("report written to {}", path.display());
-    Ok(())
 }
 
 fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
