@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use super::scan::Level;
+use super::signal::Level;
 use super::{HEAD_KEEP, Material};
 
 /// What a summary is shaped for.

@@ -2,8 +2,8 @@
 //! (short content is shown whole).
 
 use super::Material;
+use super::line_stats::clean_line;
 use super::render::Doc;
-use super::scan::clean_line;
 
 /// Lines shown at the head and at the tail.
 const EDGE_LINES: usize = 5;

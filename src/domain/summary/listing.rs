@@ -139,7 +139,7 @@ pub fn summarize(m: &Material, doc: &mut Doc, max_chars: usize) {
         .iter()
         .filter(|(_, l)| !l.is_empty())
         .take(3)
-        .map(|(n, l)| (*n, super::scan::clean_line(l, false)))
+        .map(|(n, l)| (*n, super::line_stats::clean_line(l, false)))
         .collect();
     doc.lines("first lines", sample);
 }

@@ -5,8 +5,9 @@
 
 use super::Material;
 use super::detect::{Kind, compiler, test_runner};
+use super::line_stats::Tally;
 use super::render::Doc;
-use super::scan::{LEVELS, Level, Tally};
+use super::signal::{LEVELS, Level};
 
 /// Summarizes logs or test output into `doc`.
 pub fn summarize(m: &Material, doc: &mut Doc, kind: Kind) {
@@ -46,7 +47,7 @@ pub fn summarize(m: &Material, doc: &mut Doc, kind: Kind) {
         .tail_lines(TAIL_LINES)
         .into_iter()
         .filter(|(n, _)| !shown.contains(n))
-        .map(|(n, l)| (n, super::scan::clean_line(l, false)))
+        .map(|(n, l)| (n, super::line_stats::clean_line(l, false)))
         .collect();
     doc.lines("last lines", tail);
 }

@@ -12,6 +12,7 @@ mod detect;
 mod generic;
 mod html;
 mod json;
+mod line_stats;
 mod listing;
 mod logs;
 mod render;
@@ -22,8 +23,9 @@ mod trace;
 pub use detect::Kind;
 pub use scan::{FrameScan, scan_frame};
 
+use line_stats::LineStats;
 use render::Doc;
-use scan::{LineStats, LineStitcher};
+use scan::LineStitcher;
 
 /// Default cap on a summary, in characters.
 pub const SUMMARY_CHARS: usize = 800;
@@ -150,8 +152,8 @@ impl SummaryBuilder {
         }
         let head = &self.prefix[..self.prefix.len().min(max_bytes / 2)];
         let mut out = String::from_utf8_lossy(head).into_owned();
-        let mut flagged = stats.shown(scan::Level::Failed);
-        flagged.extend(stats.shown(scan::Level::Error));
+        let mut flagged = stats.shown(signal::Level::Failed);
+        flagged.extend(stats.shown(signal::Level::Error));
         flagged.sort_by_key(|(n, _)| *n);
         let noted: Vec<String> = flagged
             .iter()
@@ -243,6 +245,8 @@ fn split(text: &[u8]) -> Vec<&[u8]> {
     trimmed.split(|b| *b == b'\n').collect()
 }
 
+#[cfg(test)]
+mod failure_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -121,7 +121,7 @@ impl Doc {
 }
 
 /// Characters of a numbered line shown at most (a longer line is cut, marked `…`).
-pub const LINE_CHARS: usize = super::scan::LINE_CHARS;
+pub const LINE_CHARS: usize = super::line_stats::LINE_CHARS;
 /// Characters a cut line keeps at least: a line that would keep fewer is left out.
 const MIN_CUT: usize = 60;
 /// Room kept for the note counting lines left out.

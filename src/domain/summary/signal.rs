@@ -12,7 +12,27 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::scan::Level;
+/// Line levels, most severe first; a line counts once, at its most severe level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// A test runner's verdict: `FAILED tests/x.py::t`, `--- FAIL:`, `✕`.
+    Failed = 0,
+    /// A log level, compiler error, exception, panic or non-zero exit status.
+    Error = 1,
+    /// A warning level or diagnostic.
+    Warning = 2,
+    /// A line with the word `passed` (lines that only say `ok` are not counted:
+    /// not worth a search of every frame).
+    Passed = 3,
+}
+
+/// Levels in order, with the words shown for them.
+pub const LEVELS: [(Level, &str); 4] = [
+    (Level::Failed, "failed"),
+    (Level::Error, "error"),
+    (Level::Warning, "warning"),
+    (Level::Passed, "passed"),
+];
 
 /// Bytes at the start of a line where a log level may stand.
 const LEVEL_ZONE: usize = 80;

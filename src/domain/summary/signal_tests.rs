@@ -2,7 +2,7 @@
 //! not count.
 
 use super::classify;
-use crate::domain::summary::scan::Level;
+use crate::domain::summary::signal::Level;
 
 fn level(line: &str) -> Option<Level> {
     classify(line.as_bytes())

@@ -2,8 +2,8 @@
 //! message and the frames nearest to it, with their line numbers.
 
 use super::Material;
+use super::line_stats::clean_line;
 use super::render::{Doc, clip};
-use super::scan::clean_line;
 
 /// Frames shown at most.
 const FRAMES: usize = 8;
