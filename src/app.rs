@@ -113,6 +113,7 @@ impl App {
                 max_bytes: config.max_slice_bytes,
                 default_lines: config.default_slice_lines,
                 chunk_bytes: config.chunk_bytes,
+                grep_scan_bytes: config.grep_scan_bytes,
             },
             access.clone(),
         )

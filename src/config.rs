@@ -81,6 +81,10 @@ pub struct Config {
     /// Target chunk size for `/chunks/{n}`.
     #[arg(long, env = "CAIRN_CHUNK_BYTES", default_value_t = 32 << 10)]
     pub chunk_bytes: u64,
+    /// Content bytes one grep reads before it answers with `next` (about
+    /// 0.1 s of scanning here): grep over a huge memory is paged.
+    #[arg(long, env = "CAIRN_GREP_SCAN_BYTES", default_value_t = 64 << 20)]
+    pub grep_scan_bytes: u64,
     /// Largest accepted upload in bytes (default: no limit but the disk).
     #[arg(long, env = "CAIRN_MAX_UPLOAD_BYTES")]
     pub max_upload_bytes: Option<u64>,

@@ -342,3 +342,61 @@ fn fetch_by_uri_honours_range_flags_and_refuses_two_ranges() {
     );
     assert_eq!(both.status.code(), Some(2));
 }
+
+#[test]
+fn grep_prints_what_gnu_grep_prints() {
+    let server = start();
+    let url = &server.url;
+    let content: Vec<u8> = String::from_utf8(log_lines(3000))
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, line)| match i % 37 {
+            0 | 1 => format!("{} ERROR request {i} failed\n", &line[..19]),
+            _ => format!("{line}\n"),
+        })
+        .collect::<String>()
+        .into_bytes();
+    let id = json(&cli(url, &["put", "--stdin", "--json"], Some(&content)))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &content).unwrap();
+    for args in [
+        &["-n", "ERROR"][..],
+        &["-n", "-C", "2", "ERROR"],
+        &["-n", "-i", "-C", "1", "error request [0-9]*9 "],
+    ] {
+        let gnu = Command::new("grep")
+            .args(args)
+            .arg(file.path())
+            .output()
+            .unwrap();
+        let mut ours: Vec<&str> = vec!["grep"];
+        ours.extend(args.iter().filter(|a| **a != "-n"));
+        ours.push(&id);
+        let out = cli(url, &ours, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!gnu.stdout.is_empty());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&gnu.stdout),
+            "cairn {ours:?}"
+        );
+    }
+    let limited = cli(
+        url,
+        &["grep", "-m", "3", "ERROR", &format!("mem://{id}")],
+        None,
+    );
+    assert_eq!(String::from_utf8_lossy(&limited.stdout).lines().count(), 3);
+    assert!(String::from_utf8_lossy(&limited.stderr).contains("more: --after"));
+    let bad = cli(url, &["grep", "a(b", &id], None);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("regex"));
+}

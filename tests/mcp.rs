@@ -123,6 +123,7 @@ async fn official_python_client_initializes_lists_puts_fetches_and_searches() {
         "line 349: build step 349 finished\nline 350: ERROR zanzibarquux failed to link\nline 351: build step 351 finished\n"
     );
     assert_eq!(seen["search_lines"], json!([350]));
+    assert_eq!(seen["grep_lines"], json!([350]));
 
     // What the SDK stored is the REST API's memory too, in the key's namespace only.
     let id = seen["id"].as_str().unwrap();

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 mod admin;
 mod archive;
+mod grep;
 mod put;
 mod read;
 
@@ -33,6 +34,8 @@ pub enum ClientCommand {
     Put(put::PutArgs),
     /// Fetch a memory's content, a slice of it, or its summary.
     Fetch(read::FetchArgs),
+    /// The lines of a memory that match a pattern, like `grep -n`.
+    Grep(grep::GrepArgs),
     /// List memories, newest first.
     List(read::ListArgs),
     /// Full-text search.
@@ -122,6 +125,7 @@ pub async fn run(command: ClientCommand) -> std::process::ExitCode {
     let result = match command {
         ClientCommand::Put(a) => put::run(a).await,
         ClientCommand::Fetch(a) => read::fetch(a).await,
+        ClientCommand::Grep(a) => grep::grep(a).await,
         ClientCommand::List(a) => read::list(a).await,
         ClientCommand::Search(a) => read::search(a).await,
         ClientCommand::Refs(a) => read::refs(a).await,

@@ -9,6 +9,7 @@ use super::access::AccessRecorder;
 use super::fields::FieldsInput;
 use super::frame_cache::FrameCache;
 use super::gc::ObjectLocks;
+use super::grep::{self, GrepQuery, GrepResult};
 use super::ids::{IdRef, MemoryId};
 use super::ingest::{self, IngestConfig};
 use super::reader::ObjectReader;
@@ -446,6 +447,20 @@ impl Memories {
         let slice = slicing::chunk(&mut reader, &id, n, &self.limits).await?;
         self.metrics.slice("chunk", &record.fields.kind);
         Ok(slice)
+    }
+
+    /// The lines of a memory that match `query` (see [`grep::grep`]).
+    pub async fn grep(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+        query: &GrepQuery,
+    ) -> Result<(MemoryId, GrepResult), DomainError> {
+        grep::validate(query)?;
+        let (record, reader) = self.open(namespace, id).await?;
+        let answer = grep::grep(reader, query, self.limits.grep_scan_bytes).await?;
+        self.metrics.slice("grep", &record.fields.kind);
+        Ok((MemoryId::from_stored(record.id), answer))
     }
 
     /// The slice a pointer URI names (a bare pointer gives the first lines).

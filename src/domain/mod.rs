@@ -9,6 +9,7 @@ pub mod foreground;
 pub mod frame_cache;
 pub mod gc;
 pub mod governor;
+pub mod grep;
 pub mod ids;
 pub mod ingest;
 pub mod ledger;

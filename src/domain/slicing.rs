@@ -11,7 +11,7 @@ use super::DomainError;
 use super::ids::MemoryId;
 use super::reader::ObjectReader;
 
-/// Guardrails of a single slice.
+/// Guardrails of a single read of a memory (a slice, a grep).
 #[derive(Clone, Copy, Debug)]
 pub struct SliceLimits {
     /// Most lines per line slice.
@@ -22,6 +22,8 @@ pub struct SliceLimits {
     pub default_lines: u64,
     /// Target size of a chunk.
     pub chunk_bytes: u64,
+    /// Content bytes one grep reads before it answers with `next`.
+    pub grep_scan_bytes: u64,
 }
 
 impl SliceLimits {

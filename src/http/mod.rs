@@ -31,6 +31,7 @@ pub mod error;
 mod extract;
 mod filters;
 mod governor;
+mod grep;
 mod health;
 mod json_body;
 mod mcp;
@@ -98,6 +99,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(slices::bytes))
         .routes(routes!(slices::chunk))
         .routes(routes!(slices::fetch))
+        .routes(routes!(grep::grep))
         .routes(routes!(usage::post))
         .routes(routes!(stats::get))
         .routes(routes!(tokens::count))

@@ -5,6 +5,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::domain::grep::{GrepMatch, GrepResult};
+use crate::domain::ids::MemoryId;
 use crate::domain::slicing::{Slice, SliceLimits, byte_uri, line_uri};
 use crate::storage::meta::MemoryRecord;
 
@@ -241,3 +243,60 @@ impl utoipa::PartialSchema for Binary {
 }
 
 impl ToSchema for Binary {}
+
+/// One matching line.
+#[derive(Serialize, ToSchema)]
+pub struct GrepMatchView {
+    /// Line number (1-based, as `/lines` and `grep -n` count).
+    pub line: u64,
+    /// The line (at most 2,048 bytes; a final `\r` dropped).
+    pub text: String,
+    /// The line is longer than shown: fetch it with `uri`.
+    pub cut: bool,
+    /// Pointer to this line: `mem://<id>#L<n>-<n>`.
+    pub uri: String,
+    /// Up to `context` lines before it, in order.
+    pub before: Vec<String>,
+    /// Up to `context` lines after it, in order.
+    pub after: Vec<String>,
+}
+
+/// Matching lines of a memory.
+#[derive(Serialize, ToSchema)]
+pub struct GrepView {
+    /// The memory.
+    pub id: String,
+    /// Matching lines in order.
+    pub matches: Vec<GrepMatchView>,
+    /// Content bytes read to answer.
+    pub scanned_bytes: u64,
+    /// True when the answer stopped early (at `max_matches`, or at the per-request scan cap).
+    pub truncated: bool,
+    /// The `after` value that continues the search; null when the content is exhausted.
+    pub next: Option<u64>,
+}
+
+impl GrepView {
+    /// The view of `result`, a grep of memory `id`.
+    pub fn new(id: &MemoryId, result: GrepResult) -> Self {
+        let matches = result
+            .matches
+            .into_iter()
+            .map(|m: GrepMatch| GrepMatchView {
+                uri: line_uri(id, m.line, m.line),
+                line: m.line,
+                text: m.text,
+                cut: m.cut,
+                before: m.before,
+                after: m.after,
+            })
+            .collect();
+        Self {
+            id: id.to_string(),
+            matches,
+            scanned_bytes: result.scanned_bytes,
+            truncated: result.truncated,
+            next: result.next,
+        }
+    }
+}

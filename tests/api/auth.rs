@@ -35,6 +35,8 @@ fn reads(id: &str) -> Vec<String> {
         format!("/v1/memories/{id}/bytes"),
         format!("/v1/memories/{id}/chunks/0"),
         format!("/v1/memories/{id}/content"),
+        format!("/v1/memories/{id}/grep?pattern=alpha"),
+        format!("/v1/memories/{}/grep?pattern=line", &id[..12]),
         format!("/v1/fetch?uri={}", enc(&format!("mem://{id}"))),
         format!(
             "/v1/fetch?uri={}",

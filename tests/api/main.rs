@@ -15,6 +15,7 @@ mod content;
 mod errors;
 mod fetch;
 mod governor;
+mod grep;
 mod health;
 mod ids;
 mod integrity;

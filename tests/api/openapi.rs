@@ -69,6 +69,7 @@ async fn the_document_lists_every_endpoint() {
         ("/v1/memories/{id}/bytes", &["get"]),
         ("/v1/memories/{id}/chunks/{n}", &["get"]),
         ("/v1/fetch", &["get"]),
+        ("/v1/memories/{id}/grep", &["get"]),
         ("/healthz", &["get"]),
         ("/readyz", &["get"]),
     ] {
@@ -179,6 +180,13 @@ async fn live_answers_fit_the_schemas_their_operations_document() {
             "get",
             "200",
             app.get(&format!("/v1/memories/{id}/lines")).await,
+        ),
+        (
+            "/v1/memories/{id}/grep",
+            "get",
+            "200",
+            app.get(&format!("/v1/memories/{id}/grep?pattern=gam&context=1"))
+                .await,
         ),
         (
             "/v1/governor",

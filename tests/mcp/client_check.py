@@ -42,7 +42,7 @@ async def main(url, key):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             tools = sorted(t.name for t in (await session.list_tools()).tools)
-            expected = ["memory_fetch", "memory_put", "memory_search", "memory_stats"]
+            expected = ["memory_fetch", "memory_grep", "memory_put", "memory_search", "memory_stats"]
             assert tools == expected, f"tools: {tools}"
 
             put = await session.call_tool(
@@ -72,6 +72,18 @@ async def main(url, key):
             )
             assert is_error(ranged_twice), "a uri that names a range plus line_start must be refused"
 
+            grepped = await session.call_tool(
+                "memory_grep", {"uri": uri, "pattern": "error ZANZIBAR", "ignore_case": True, "context": 1}
+            )
+            assert not is_error(grepped), f"grep failed: {grepped}"
+            grepped = payload(grepped)
+            assert [m["line"] for m in grepped["matches"]] == [350], grepped
+            assert grepped["matches"][0]["before"] == [lines[348]], grepped
+            assert grepped["matches"][0]["uri"] == f"mem://{memory_id}#L350-350", grepped
+            assert grepped["next"] is None and grepped["truncated"] is False, grepped
+            bad = await session.call_tool("memory_grep", {"memory_id": memory_id, "pattern": "a(b"})
+            assert is_error(bad), "a bad regex must be a tool error"
+
             hits = []
             for _ in range(100):
                 found = await session.call_tool("memory_search", {"query": "zanzibarquux"})
@@ -93,6 +105,7 @@ async def main(url, key):
                 "id": memory_id,
                 "fetched": fetched["text"],
                 "search_lines": hit_lines,
+                "grep_lines": [m["line"] for m in grepped["matches"]],
                 "memories": stats.get("memories"),
             }
         )

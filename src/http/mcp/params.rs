@@ -68,6 +68,32 @@ pub struct SearchArgs {
     pub limit: Option<u32>,
 }
 
+/// Arguments of `memory_grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepArgs {
+    /// The memory's id (64 hex characters, or a unique prefix of at least 12).
+    pub memory_id: Option<String>,
+    /// Or its `mem://<id>` pointer.
+    pub uri: Option<String>,
+    /// A regex matched against each line (Rust regex syntax), or a literal with `fixed`.
+    pub pattern: String,
+    /// Take the pattern literally (no regex metacharacters).
+    #[serde(default)]
+    pub fixed: bool,
+    /// Match regardless of case.
+    #[serde(default)]
+    pub ignore_case: bool,
+    /// Lines of context before and after each match, 0-10 (default 0).
+    #[serde(default)]
+    pub context: u32,
+    /// Most matches to return, 1-1000 (default 100).
+    pub max_matches: Option<u32>,
+    /// Start after this line (default 0); pass a previous answer's `next` to continue.
+    #[serde(default)]
+    pub after: u64,
+}
+
 /// Arguments of `memory_stats` (none).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,4 +1,4 @@
-//! The MCP tools: put, fetch, search and stats over the same domain calls,
+//! The MCP tools: put, fetch, grep, search and stats over the same domain calls,
 //! guardrails and namespaces as the REST API.
 
 use std::convert::Infallible;
@@ -12,22 +12,24 @@ use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConf
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use serde::Serialize;
 
-use super::params::{FetchArgs, PutArgs, SearchArgs, StatsArgs};
+use super::params::{FetchArgs, GrepArgs, PutArgs, SearchArgs, StatsArgs};
 use crate::domain::fields::FieldsInput;
+use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
 use crate::domain::ids::IdRef;
 use crate::domain::uri::{MemUri, Selector};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
-use crate::http::views::{MemoryView, PutView, RedactedView, SliceView};
+use crate::http::views::{GrepView, MemoryView, PutView, RedactedView, SliceView};
 use crate::http::{search, stats};
 
 /// What the server tells a model about itself at `initialize`.
 const INSTRUCTIONS: &str = "Cairn stores large tool outputs so they need not stay in your context. \
 Put a big output with memory_put and keep only the returned summary and `uri` (a mem:// pointer). \
 When you need part of it again, call memory_fetch with that uri and a line range; each call returns \
-at most 2,000 lines or 64 KiB, and `next` is the pointer to the following range. Use memory_search \
-to find which memory and which lines hold a term.";
+at most 2,000 lines or 64 KiB, and `next` is the pointer to the following range. Use memory_grep \
+for the lines of one memory that match a pattern (like `grep -n`), and memory_search to find which \
+memories hold a term.";
 
 /// The tool set of one MCP request (stateless: built per request).
 #[derive(Clone)]
@@ -98,6 +100,25 @@ the matching lines with their line numbers, best first; fetch around a hit with 
     ) -> Result<CallToolResult, ErrorData> {
         let caller = caller(&parts)?;
         Ok(answer(search(&self.state, caller, args).await))
+    }
+
+    /// `grep -n` inside one memory.
+    #[tool(
+        name = "memory_grep",
+        description = "Find the lines of one stored memory that match a pattern, like `grep -n -C`: give \
+`memory_id` or `uri` and a `pattern` (a regex; `fixed: true` for a literal, `ignore_case` for any case). \
+Answers each matching line with its number, up to `context` lines around it, and a `uri` that fetches \
+it. Use it when you know what the line looks like (an error message, a test name, a key); use \
+memory_search to find which memory holds a term, and memory_fetch to read a range. At most \
+`max_matches` per call and a bounded scan: when `truncated`, call again with `after` = `next`."
+    )]
+    async fn memory_grep(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<GrepArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = caller(&parts)?;
+        Ok(answer(grep(&self.state, &caller, args).await))
     }
 
     /// The caller's namespace totals.
@@ -216,6 +237,29 @@ pub(crate) async fn fetch(
         (memories.fetch(ns, &uri).await?, by_lines)
     };
     Ok(SliceView::new(slice, by_lines))
+}
+
+/// `memory_grep`: the matching lines of one memory, by id or pointer.
+async fn grep(state: &AppState, caller: &Caller, args: GrepArgs) -> Result<GrepView, AppError> {
+    let id = match (args.memory_id, args.uri) {
+        (Some(id), None) => IdRef::parse(&id)?,
+        (None, Some(uri)) => MemUri::parse(&uri)?.id,
+        _ => {
+            return Err(AppError::bad_request(
+                "give memory_id or uri (a mem:// pointer) of the memory to grep, not both",
+            ));
+        }
+    };
+    let query = GrepQuery {
+        pattern: args.pattern,
+        fixed: args.fixed,
+        ignore_case: args.ignore_case,
+        context: args.context,
+        max_matches: args.max_matches.unwrap_or(DEFAULT_MATCHES),
+        after: args.after,
+    };
+    let (id, result) = state.memories.grep(&caller.namespace, &id, &query).await?;
+    Ok(GrepView::new(&id, result))
 }
 
 /// `memory_search`: full-text search in the caller's namespace (also the LLM proxy's tool).

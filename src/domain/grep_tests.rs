@@ -1,0 +1,302 @@
+//! Grep inside one memory, held against GNU `grep -n` on the same bytes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use proptest::prelude::*;
+
+use super::*;
+use crate::domain::gc::ObjectLocks;
+use crate::domain::ingest::{IngestConfig, ingest};
+use crate::storage::blob::fs::FsBlobStore;
+use crate::storage::meta::sqlite::SqliteMetaStore;
+use crate::storage::meta::{MetaStore, ObjectRecord};
+
+/// `content` stored in frames of `frame_bytes`: the store and the object.
+async fn stored(
+    dir: &tempfile::TempDir,
+    content: &[u8],
+    frame_bytes: usize,
+) -> (Arc<FsBlobStore>, Arc<ObjectRecord>) {
+    let (fs, _) = FsBlobStore::open(dir.path().join("objects"), dir.path().join("tmp")).unwrap();
+    let blobs = Arc::new(fs);
+    let url = format!("sqlite://{}", dir.path().join("meta.sqlite").display());
+    let meta = SqliteMetaStore::open(&url).await.unwrap();
+    let config = IngestConfig {
+        frame_bytes,
+        zstd_level: 1,
+        raw_inline_max: 0,
+        inline_object_max: 0,
+        max_upload_bytes: None,
+        parallelism: 2,
+        exact_tokens_max: 0,
+    };
+    let body = futures::stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(content))]);
+    let ingested = ingest(
+        body,
+        false,
+        blobs.as_ref(),
+        &meta,
+        &ObjectLocks::default(),
+        &config,
+    )
+    .await
+    .unwrap();
+    meta.close().await;
+    (blobs, Arc::new(ingested.object))
+}
+
+fn query(pattern: &str) -> GrepQuery {
+    GrepQuery {
+        pattern: pattern.to_owned(),
+        fixed: false,
+        ignore_case: false,
+        context: 0,
+        max_matches: DEFAULT_MATCHES,
+        after: 0,
+    }
+}
+
+/// Every matching line number, answer after answer, following `next`.
+async fn all_lines(
+    blobs: &Arc<FsBlobStore>,
+    object: &Arc<ObjectRecord>,
+    mut q: GrepQuery,
+    cap: u64,
+) -> Vec<u64> {
+    let mut lines = Vec::new();
+    for _ in 0..100_000 {
+        let reader = ObjectReader::new(object.clone(), blobs.clone());
+        let answer = grep(reader, &q, cap).await.unwrap();
+        lines.extend(answer.matches.iter().map(|m| m.line));
+        assert!(answer.matches.len() <= q.max_matches as usize);
+        match answer.next {
+            Some(next) => {
+                assert!(answer.truncated);
+                assert!(next >= q.after, "next {next} went back from {}", q.after);
+                q.after = next;
+            }
+            None => {
+                assert!(!answer.truncated);
+                return lines;
+            }
+        }
+    }
+    panic!("paging did not end");
+}
+
+/// What GNU grep says: the numbers of the matching lines.
+fn gnu_grep(content: &[u8], pattern: &str) -> Vec<u64> {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), content).unwrap();
+    let out = std::process::Command::new("grep")
+        .env("LC_ALL", "C")
+        .args(["-n", "-a", "-E", "-e", pattern])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    out.stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let colon = l.iter().position(|b| *b == b':').unwrap();
+            std::str::from_utf8(&l[..colon]).unwrap().parse().unwrap()
+        })
+        .collect()
+}
+
+/// Pieces of content: words, CRLF and LF endings, an invalid byte, UTF-8.
+fn content() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        Just(&b"a"[..]),
+        Just(&b"b"[..]),
+        Just(&b"ab"[..]),
+        Just(&b"x"[..]),
+        Just(&b" "[..]),
+        Just(&b"\n"[..]),
+        Just(&b"\r\n"[..]),
+        Just(&b"\xff"[..]),
+        Just("é".as_bytes()),
+    ];
+    prop::collection::vec(piece, 0..400).prop_map(|pieces| pieces.concat())
+}
+
+/// Patterns with the same meaning to `grep -E` and to the regex crate.
+fn pattern() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just("a"),
+        Just("ab"),
+        Just("^a"),
+        Just("b$"),
+        Just("a+b"),
+        Just("[ab]x"),
+        Just("x|ab"),
+        Just("^$"),
+        Just("é"),
+        Just("^[abx ]*$"),
+        Just("a b"),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn line_numbers_equal_gnu_grep_through_any_paging(
+        content in content(),
+        pattern in pattern(),
+        max_matches in 1u32..6,
+        cap in prop_oneof![Just(1u64), Just(100), Just(u64::MAX)],
+    ) {
+        let expected = gnu_grep(&content, pattern);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let got = runtime.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let (blobs, object) = stored(&dir, &content, 64).await;
+            let q = GrepQuery { max_matches, ..query(pattern) };
+            all_lines(&blobs, &object, q, cap).await
+        });
+        prop_assert_eq!(got, expected);
+    }
+}
+
+fn numbered(lines: u64) -> Vec<u8> {
+    (1..=lines)
+        .flat_map(|n| {
+            format!("line {n:03} {}\n", if n % 10 == 0 { "hit" } else { "--" }).into_bytes()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn context_lines_cross_frame_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let (blobs, object) = stored(&dir, &numbered(40), 64).await;
+    assert!(object.frames.len() > 5, "{} frames", object.frames.len());
+    let q = GrepQuery {
+        context: 3,
+        ..query("hit")
+    };
+    let answer = grep(
+        ObjectReader::new(object.clone(), blobs.clone()),
+        &q,
+        u64::MAX,
+    )
+    .await
+    .unwrap();
+    let lines: Vec<u64> = answer.matches.iter().map(|m| m.line).collect();
+    assert_eq!(lines, [10, 20, 30, 40]);
+    let second = &answer.matches[1];
+    assert_eq!(second.text, "line 020 hit");
+    assert_eq!(second.before, ["line 017 --", "line 018 --", "line 019 --"]);
+    assert_eq!(second.after, ["line 021 --", "line 022 --", "line 023 --"]);
+    assert!(answer.matches[3].after.is_empty());
+    assert_eq!((answer.truncated, answer.next), (false, None));
+}
+
+#[tokio::test]
+async fn the_scan_cap_pages_and_next_resumes_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let content = numbered(2000);
+    let (blobs, object) = stored(&dir, &content, 1024).await;
+    let first = grep(
+        ObjectReader::new(object.clone(), blobs.clone()),
+        &query("hit"),
+        4096,
+    )
+    .await
+    .unwrap();
+    assert!(first.truncated);
+    assert!(
+        first.scanned_bytes >= 4096 && first.scanned_bytes < 8192,
+        "{} bytes, {} frames",
+        first.scanned_bytes,
+        object.frames.len()
+    );
+    let next = first.next.unwrap();
+    assert_eq!(first.matches.last().unwrap().line, next / 10 * 10);
+    let all = all_lines(&blobs, &object, query("hit"), 4096).await;
+    assert_eq!(all, (1..=200).map(|n| n * 10).collect::<Vec<u64>>());
+    // max_matches: next is the last match, and the search goes on after it.
+    let q = GrepQuery {
+        max_matches: 3,
+        ..query("hit")
+    };
+    let page = grep(
+        ObjectReader::new(object.clone(), blobs.clone()),
+        &q,
+        u64::MAX,
+    )
+    .await
+    .unwrap();
+    assert_eq!((page.truncated, page.next), (true, Some(30)));
+}
+
+#[tokio::test]
+async fn a_five_megabyte_line_is_matched_whole_and_shown_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut content = b"first\n".to_vec();
+    content.extend(std::iter::repeat_n(b'z', 5 << 20));
+    content.extend_from_slice(b"needle\nlast needle\n");
+    let (blobs, object) = stored(&dir, &content, 512 << 10).await;
+    let answer = grep(ObjectReader::new(object, blobs), &query("needle"), u64::MAX)
+        .await
+        .unwrap();
+    let lines: Vec<(u64, bool)> = answer.matches.iter().map(|m| (m.line, m.cut)).collect();
+    assert_eq!(lines, [(2, true), (3, false)]);
+    assert_eq!(answer.matches[0].text.len(), LINE_BYTES);
+}
+
+#[tokio::test]
+async fn fixed_and_case_insensitive_patterns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (blobs, object) = stored(&dir, b"a.b\naxb\nA.B\n", 64).await;
+    let run = |q: GrepQuery| {
+        let (blobs, object) = (blobs.clone(), object.clone());
+        async move {
+            let answer = grep(ObjectReader::new(object, blobs), &q, u64::MAX)
+                .await
+                .unwrap();
+            answer.matches.iter().map(|m| m.line).collect::<Vec<u64>>()
+        }
+    };
+    assert_eq!(run(query("a.b")).await, [1, 2]);
+    let fixed = GrepQuery {
+        fixed: true,
+        ..query("a.b")
+    };
+    assert_eq!(run(fixed.clone()).await, [1]);
+    let both = GrepQuery {
+        ignore_case: true,
+        ..fixed
+    };
+    assert_eq!(run(both).await, [1, 3]);
+}
+
+#[tokio::test]
+async fn bad_and_huge_patterns_are_refused_and_wild_ones_stay_linear() {
+    for (pattern, field) in [("a(b", "pattern"), ("(a{1000}){1000}", "pattern")] {
+        match compile(&query(pattern)) {
+            Err(DomainError::InvalidField { field: f, message }) => {
+                assert_eq!(f, field, "{message}");
+            }
+            other => panic!("{pattern}: {other:?}"),
+        }
+    }
+    let too_wide = GrepQuery {
+        context: MAX_CONTEXT + 1,
+        ..query("a")
+    };
+    assert!(validate(&too_wide).is_err());
+    // A pattern that backtracks exponentially elsewhere: linear here.
+    let dir = tempfile::tempdir().unwrap();
+    let mut content = vec![b'a'; 1 << 20];
+    content.push(b'\n');
+    let (blobs, object) = stored(&dir, &content, 512 << 10).await;
+    let answer = grep(ObjectReader::new(object, blobs), &query("(a*)*b"), u64::MAX)
+        .await
+        .unwrap();
+    assert!(answer.matches.is_empty());
+    assert_eq!(answer.next, None);
+}
