@@ -9,7 +9,9 @@
 
 use std::collections::VecDeque;
 
+use bytes::Bytes;
 use regex::bytes::{Regex, RegexBuilder};
+use tokio::sync::mpsc;
 
 use super::DomainError;
 use super::reader::ObjectReader;
@@ -129,35 +131,26 @@ pub async fn grep(
         return Ok(GrepResult::default());
     }
     let mut reader = reader;
-    let mut pos = reader.line_start(query.after + 1, 0).await?;
+    let start = reader.line_start(query.after + 1, 0).await?;
     let size = reader.size();
-    let mut reader = reader.sequential(size);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let reader = reader.sequential(size).decode_threads(threads);
+    // Frames are read and decoded ahead while the last ones are scanned.
+    let mut pieces = read_ahead(reader, start);
     let mut scan = Scan::new(regex, query, query.after + 1);
     let mut scanned = 0u64;
     let mut carry: Vec<u8> = Vec::new();
     let mut carry_cut = false;
-    while pos < size {
+    while let Some(piece) = pieces.recv().await {
         // The cap stops between lines (a line begun in `carry` is read
         // again by the next answer), and only once a line was read, so
         // `next` always moves on.
         if scanned >= max_scan_bytes && scan.line > query.after + 1 {
             return Ok(scan.finish(scanned, Stop::Cap));
         }
-        let idx = reader.frame_at_offset(pos);
-        let start = reader
-            .frame_entry(idx)
-            .map_or(pos, |frame| frame.content_offset);
-        let frame = reader.frame(idx, usize::MAX).await?;
-        let from = usize::try_from(pos - start).unwrap_or(usize::MAX);
-        let piece = frame.slice(from.min(frame.len())..);
-        if piece.is_empty() {
-            return Err(DomainError::Internal(format!(
-                "no content at offset {pos} of {size}"
-            )));
-        }
-        pos += piece.len() as u64;
+        let piece = piece?;
         scanned += piece.len() as u64;
-        let at_end = pos >= size;
+        let at_end = start + scanned >= size;
         // Whole lines only: the piece's tail waits for the next frame.
         let whole_to = if at_end {
             piece.len()
@@ -177,6 +170,47 @@ pub async fn grep(
         }
     }
     Ok(scan.finish(scanned, Stop::End))
+}
+
+/// Pieces of content from `pos` to the end, frame by frame, read by a task
+/// of their own a few frames ahead; it stops when the receiver is dropped.
+fn read_ahead(
+    mut reader: ObjectReader,
+    mut pos: u64,
+) -> mpsc::Receiver<Result<Bytes, DomainError>> {
+    let (tx, rx) = mpsc::channel(4);
+    tokio::spawn(async move {
+        let size = reader.size();
+        while pos < size {
+            let piece = piece_at(&mut reader, pos).await;
+            if let Ok(piece) = &piece {
+                pos += piece.len() as u64;
+            }
+            let failed = piece.is_err();
+            if tx.send(piece).await.is_err() || failed {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The content from `pos` to the end of its frame.
+async fn piece_at(reader: &mut ObjectReader, pos: u64) -> Result<Bytes, DomainError> {
+    let idx = reader.frame_at_offset(pos);
+    let start = reader
+        .frame_entry(idx)
+        .map_or(pos, |frame| frame.content_offset);
+    let frame = reader.frame(idx, usize::MAX).await?;
+    let from = usize::try_from(pos - start).unwrap_or(usize::MAX);
+    let piece = frame.slice(from.min(frame.len())..);
+    if piece.is_empty() {
+        return Err(DomainError::Internal(format!(
+            "no content at offset {pos} of {}",
+            reader.size()
+        )));
+    }
+    Ok(piece)
 }
 
 /// Why a scan stopped.

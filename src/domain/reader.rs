@@ -29,6 +29,8 @@ pub struct ObjectReader {
     read_ahead_to: Option<u64>,
     /// Frames fetched ahead, in index order, each decoded or why it failed.
     ahead: VecDeque<(usize, Result<Bytes, String>)>,
+    /// Threads that decode the frames fetched ahead.
+    decode_threads: usize,
 }
 
 impl ObjectReader {
@@ -52,6 +54,7 @@ impl ObjectReader {
             decoded: Vec::with_capacity(2),
             read_ahead_to: None,
             ahead: VecDeque::new(),
+            decode_threads: 1,
         }
     }
 
@@ -62,6 +65,14 @@ impl ObjectReader {
     #[must_use]
     pub fn sequential(mut self, end: u64) -> Self {
         self.read_ahead_to = Some(end);
+        self
+    }
+
+    /// For a sequential reader whose caller waits on it (a grep): the frames
+    /// fetched ahead are decoded on `threads` threads at once, not one.
+    #[must_use]
+    pub fn decode_threads(mut self, threads: usize) -> Self {
+        self.decode_threads = threads.max(1);
         self
     }
 
@@ -232,34 +243,25 @@ impl ObjectReader {
             .read_range(&self.object.hash, start, stop.saturating_sub(start))
             .await
             .map_err(|e| self.storage_failure(e))?;
-        let decoded = tokio::task::spawn_blocking(move || {
-            let mut out = Vec::with_capacity(batch.len());
-            for (n, f) in batch.iter().enumerate() {
-                let frame = f
-                    .stored_offset
-                    .checked_sub(start)
-                    .and_then(|from| usize::try_from(from).ok())
-                    .and_then(|from| Some(from..from.checked_add(f.stored_len as usize)?))
-                    .and_then(|range| stored.get(range))
-                    .ok_or_else(|| "the object is shorter than its frame index".to_owned())
-                    .and_then(|frame| {
-                        seekable::decompress_prefix(
-                            frame,
-                            f.content_len as usize,
-                            usize::MAX,
-                            &f.pages,
-                        )
-                    });
-                let failed = frame.is_err();
-                out.push((idx + n, frame.map(Bytes::from)));
-                if failed {
-                    break; // the frames after a bad one are read again if asked for
-                }
+        // Contiguous runs of the batch, one per decoding thread.
+        let per_thread = batch.len().div_ceil(self.decode_threads);
+        let mut runs = Vec::new();
+        for (n, run) in batch.chunks(per_thread).enumerate() {
+            let (run, stored) = (run.to_vec(), stored.clone());
+            let first = idx + n * per_thread;
+            runs.push(tokio::task::spawn_blocking(move || {
+                decode_run(&run, first, &stored, start)
+            }));
+        }
+        let mut decoded = Vec::with_capacity(batch.len());
+        for run in runs {
+            let run = run.await.map_err(DomainError::internal)?;
+            let failed = run.last().is_some_and(|(_, frame)| frame.is_err());
+            decoded.extend(run);
+            if failed {
+                break; // the frames after a bad one are read again if asked for
             }
-            out
-        })
-        .await
-        .map_err(DomainError::internal)?;
+        }
         self.ahead = decoded.into();
         Ok(())
     }
@@ -368,6 +370,35 @@ impl ObjectReader {
     pub fn frame_entry(&self, idx: usize) -> Option<&FrameEntry> {
         self.frames().get(idx)
     }
+}
+
+/// Decodes and checks the frames of `run` (frame `first` on) from `stored`,
+/// the store's bytes from `start`; stops after the first that fails.
+fn decode_run(
+    run: &[FrameEntry],
+    first: usize,
+    stored: &Bytes,
+    start: u64,
+) -> Vec<(usize, Result<Bytes, String>)> {
+    let mut out = Vec::with_capacity(run.len());
+    for (n, f) in run.iter().enumerate() {
+        let frame = f
+            .stored_offset
+            .checked_sub(start)
+            .and_then(|from| usize::try_from(from).ok())
+            .and_then(|from| Some(from..from.checked_add(f.stored_len as usize)?))
+            .and_then(|range| stored.get(range))
+            .ok_or_else(|| "the object is shorter than its frame index".to_owned())
+            .and_then(|frame| {
+                seekable::decompress_prefix(frame, f.content_len as usize, usize::MAX, &f.pages)
+            });
+        let failed = frame.is_err();
+        out.push((first + n, frame.map(Bytes::from)));
+        if failed {
+            break;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
