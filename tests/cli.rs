@@ -400,3 +400,52 @@ fn grep_prints_what_gnu_grep_prints() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("regex"));
 }
+
+#[test]
+fn fetch_max_tokens_pages_through_a_memory_within_the_budget() {
+    let server = start();
+    let url = &server.url;
+    let content = log_lines(60);
+    let id = json(&cli(url, &["put", "--stdin", "--json"], Some(&content)))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut args = vec![id.clone(), "--max-tokens".into(), "120".into()];
+    let mut rebuilt = Vec::new();
+    for _ in 0..100 {
+        let refs: Vec<&str> = std::iter::once("fetch")
+            .chain(args.iter().map(String::as_str))
+            .collect();
+        let out = cli(url, &refs, None);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let tokens: u64 = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("tokens: "))
+            .and_then(|l| l.strip_suffix(" (exact:o200k_base)"))
+            .unwrap_or_else(|| panic!("no token count in {stderr}"))
+            .parse()
+            .unwrap();
+        assert!(tokens <= 120, "{tokens} tokens");
+        assert!(!out.stdout.is_empty());
+        rebuilt.extend_from_slice(&out.stdout);
+        match stderr.lines().find_map(|l| l.strip_prefix("more: ")) {
+            Some(next) => {
+                assert!(next.contains("max_tokens=120"), "{next}");
+                args = vec![next.to_owned(), "--max-tokens".into(), "120".into()];
+            }
+            None => break,
+        }
+    }
+    assert!(rebuilt == content, "the pages do not rebuild the content");
+    let from = cli(
+        url,
+        &["fetch", &id, "--lines", "5:6", "--max-tokens", "1000"],
+        None,
+    );
+    let lines: Vec<&str> = std::str::from_utf8(&content)
+        .unwrap()
+        .split_inclusive('\n')
+        .collect();
+    assert_eq!(String::from_utf8_lossy(&from.stdout), lines[4..6].concat());
+}

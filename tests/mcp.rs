@@ -191,6 +191,7 @@ async fn mcp_takes_the_same_bearer_keys_as_rest() {
         "line_end",
         "byte_offset",
         "byte_length",
+        "max_tokens",
     ] {
         assert!(properties.get(name).is_some(), "{name} missing: {fetch}");
     }

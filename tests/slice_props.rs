@@ -337,3 +337,140 @@ async fn slices_from_the_front_of_large_frames_equal_the_original() {
         assert_eq!(answer["start"].as_u64(), Some(first_line));
     }
 }
+
+/// Exact o200k_base tokens of a slice's bytes as tiktoken counts them (the
+/// bytes as the model sees them: invalid UTF-8 replaced).
+fn reference_tokens(bytes: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(bytes);
+    tiktoken_rs::o200k_base_singleton()
+        .encode_ordinary(&text)
+        .len() as u64
+}
+
+/// Follows `max_tokens` pages from the start: every page counts what it says,
+/// within the budget; a page of whole lines could not take one more line; the
+/// pages rebuild the content byte for byte.
+async fn walk_token_pages(
+    harness: &Harness,
+    id: &str,
+    content: &[u8],
+    budget: u64,
+) -> Result<(), TestCaseError> {
+    let lines = lines_of(content);
+    let mut uri = format!("mem://{id}?max_tokens={budget}");
+    let mut rebuilt = Vec::new();
+    for _ in 0..=content.len() {
+        let (status, answer) = harness.get(&format!("/v1/fetch?uri={}", enc(&uri))).await;
+        prop_assert_eq!(status, StatusCode::OK, "{}: {}", uri, answer);
+        let page = slice_bytes(&answer);
+        let tokens = reference_tokens(&page);
+        prop_assert_eq!(answer["tokens"].as_u64(), Some(tokens), "{}", uri);
+        prop_assert_eq!(answer["method"].as_str(), Some("exact:o200k_base"));
+        prop_assert!(
+            tokens <= budget,
+            "{} tokens over a budget of {}",
+            tokens,
+            budget
+        );
+        let at = rebuilt.len();
+        rebuilt.extend_from_slice(&page);
+        let next = answer["next"].as_str();
+        let whole_lines = page.last() == Some(&b'\n') && (at == 0 || content[at - 1] == b'\n');
+        if whole_lines && next.is_some() && answer["truncated"] == Value::Bool(false) {
+            // One more line would have broken the budget, the byte cap or the line cap.
+            let first = lines_of(&content[..at]).len();
+            let taken = lines_of(&page).len();
+            let more = [&page[..], lines[first + taken]].concat();
+            prop_assert!(
+                reference_tokens(&more) > budget
+                    || more.len() as u64 > MAX_BYTES
+                    || taken as u64 >= MAX_LINES,
+                "page at byte {} stopped early",
+                at
+            );
+        }
+        match next {
+            Some(next) => {
+                prop_assert!(!page.is_empty(), "an empty page with a next");
+                uri = next.to_owned();
+            }
+            None => break,
+        }
+    }
+    prop_assert!(rebuilt == content, "pages do not rebuild the content");
+    Ok(())
+}
+
+fn enc(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('#', "%23")
+        .replace('?', "%3F")
+        .replace('&', "%26")
+        .replace('=', "%3D")
+}
+
+#[test]
+fn token_budgeted_pages_fit_and_rebuild_the_content() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for frame_bytes in [64, 1000] {
+        let harness = runtime.block_on(harness(frame_bytes, true));
+        let mut runner = TestRunner::new(RunnerConfig {
+            cases: 64,
+            ..RunnerConfig::default()
+        });
+        runner
+            .run(&(content_strategy(), 16u64..120), |(content, budget)| {
+                runtime.block_on(async {
+                    let put = harness.put(&content).await;
+                    let id = put["id"].as_str().unwrap();
+                    walk_token_pages(&harness, id, &content, budget).await
+                })
+            })
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_line_longer_than_the_budget_is_cut_at_token_boundaries() {
+    let harness = harness(4096, false).await;
+    let words: String = (0..3000)
+        .map(|i| format!("w{} ", i * 7919 % 10007))
+        .collect();
+    let content = format!("short\n{words}\nlast line\n").into_bytes();
+    let put = harness.put(&content).await;
+    let id = put["id"].as_str().unwrap().to_owned();
+    let (status, answer) = harness
+        .get(&format!("/v1/memories/{id}/lines?start=2&max_tokens=100"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["truncated"], Value::Bool(true));
+    let head = slice_bytes(&answer);
+    assert!(words.as_bytes().starts_with(&head));
+    assert_eq!(answer["tokens"].as_u64(), Some(reference_tokens(&head)));
+    assert!(reference_tokens(&head) <= 100);
+    // The cut falls between two of the line's own tokens.
+    let ids = tiktoken_rs::o200k_base_singleton().encode_ordinary(&words);
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let mut boundaries = vec![0];
+    for token in &ids {
+        let last = *boundaries.last().unwrap();
+        boundaries.push(last + bpe.decode_bytes(&[*token]).unwrap().len());
+    }
+    assert!(
+        boundaries.contains(&head.len()),
+        "cut at {} is not a token boundary",
+        head.len()
+    );
+    let offset = 6 + head.len();
+    assert_eq!(
+        answer["next"].as_str(),
+        Some(format!("mem://{id}?offset={offset}&max_tokens=100").as_str())
+    );
+    assert_eq!(
+        answer["uri"].as_str(),
+        Some(format!("mem://{id}?offset=6&len={}", head.len()).as_str())
+    );
+    walk_token_pages(&harness, &id, &content, 100)
+        .await
+        .unwrap();
+}

@@ -26,6 +26,13 @@ pub struct FetchArgs {
     /// Only the metadata and summary.
     #[arg(long)]
     summary_only: bool,
+    /// The longest run of whole lines (from the start, or from --lines'
+    /// START up to END) that fits N tokens; `more:` continues after it.
+    #[arg(long, value_name = "N", conflicts_with_all = ["bytes", "chunk", "summary_only"])]
+    max_tokens: Option<u64>,
+    /// Count tokens with this model's encoding (default o200k_base).
+    #[arg(long, requires = "max_tokens")]
+    model: Option<String>,
 }
 
 /// Filters shared by `list` and `search`.
@@ -134,10 +141,45 @@ fn print_slice(v: &Value) {
     }
 }
 
+/// The pointer a `--max-tokens` fetch starts from: the target as given (a
+/// URI keeps its own start), or the id's, from --lines' START up to END.
+fn budgeted_uri(target: &str, lines: Option<&str>) -> Result<String, CliError> {
+    let uri = match target.strip_prefix("mem://") {
+        Some(_) => target.to_owned(),
+        None => format!("mem://{target}"),
+    };
+    match lines {
+        None => Ok(uri),
+        Some(_) if uri.contains(['#', '?']) => Err(CliError::Usage(format!(
+            "`{target}` names its own start: drop --lines, or pass mem://<id> or the id"
+        ))),
+        Some(lines) => {
+            let (start, end) = pair(lines, "--lines")?;
+            Ok(format!("{uri}#L{start}-{end}"))
+        }
+    }
+}
+
 /// Runs `fetch`.
 pub async fn fetch(a: FetchArgs) -> Result<(), CliError> {
     let client = Client::new(a.conn)?;
     let get = reqwest::Method::GET;
+    if let Some(max_tokens) = a.max_tokens {
+        let uri = budgeted_uri(&a.target, a.lines.as_deref())?;
+        let mut query = vec![("uri", uri), ("max_tokens", max_tokens.to_string())];
+        query.extend(a.model.map(|model| ("model", model)));
+        let request = client.request(get, "/v1/fetch").query(&query);
+        let answer = client.send_json(request).await?;
+        client.print(&answer, |v| {
+            print_slice(v);
+            eprintln!(
+                "tokens: {} ({})",
+                v["tokens"].as_u64().unwrap_or_default(),
+                v["method"].as_str().unwrap_or_default()
+            );
+        });
+        return Ok(());
+    }
     let flagged = a.lines.is_some() || a.bytes.is_some() || a.chunk.is_some() || a.summary_only;
     let id = match a.target.strip_prefix("mem://") {
         // A URI that names its range is fetched as it is; one flag more is ambiguous.

@@ -169,6 +169,14 @@ pub async fn grep(
             return Ok(scan.finish(scanned, stop));
         }
     }
+    if start + scanned < size {
+        // The reading task ended without an error to tell: never answer
+        // "exhausted" for content that was not read.
+        return Err(DomainError::Internal(format!(
+            "grep read stopped at offset {} of {size}",
+            start + scanned
+        )));
+    }
     Ok(scan.finish(scanned, Stop::End))
 }
 

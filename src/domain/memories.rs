@@ -9,20 +9,20 @@ use super::access::AccessRecorder;
 use super::fields::FieldsInput;
 use super::frame_cache::FrameCache;
 use super::gc::ObjectLocks;
-use super::grep::{self, GrepQuery, GrepResult};
 use super::ids::{IdRef, MemoryId};
 use super::ingest::{self, IngestConfig};
 use super::reader::ObjectReader;
 use super::redact;
-use super::slicing::{self, Slice, SliceLimits};
+use super::slicing::SliceLimits;
 use super::summary::{self, SUMMARY_CHARS, SummaryFacts};
 use super::summary_jobs::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
 use super::tokens::stream::content_tokens;
-use super::uri::{MemUri, Selector};
 use super::{DomainError, now_ms};
 use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::{ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectRecord};
+
+mod reads;
 
 /// Largest page of a listing.
 pub const MAX_PAGE: u32 = 200;
@@ -408,69 +408,5 @@ impl Memories {
             reader = reader.with_frame_cache(cache.clone());
         }
         Ok((record, reader))
-    }
-
-    /// Lines `start..=end` of a memory.
-    pub async fn lines(
-        &self,
-        namespace: &str,
-        id: &IdRef,
-        start: Option<u64>,
-        end: Option<u64>,
-    ) -> Result<Slice, DomainError> {
-        let (record, mut reader) = self.open(namespace, id).await?;
-        let id = MemoryId::from_stored(record.id);
-        let slice = slicing::lines(&mut reader, &id, start, end, &self.limits).await?;
-        self.metrics.slice("lines", &record.fields.kind);
-        Ok(slice)
-    }
-
-    /// Bytes `[offset, offset + len)` of a memory.
-    pub async fn bytes(
-        &self,
-        namespace: &str,
-        id: &IdRef,
-        offset: u64,
-        len: Option<u64>,
-    ) -> Result<Slice, DomainError> {
-        let (record, mut reader) = self.open(namespace, id).await?;
-        let id = MemoryId::from_stored(record.id);
-        let slice = slicing::bytes(&mut reader, &id, offset, len, &self.limits).await?;
-        self.metrics.slice("bytes", &record.fields.kind);
-        Ok(slice)
-    }
-
-    /// Chunk `n` of a memory.
-    pub async fn chunk(&self, namespace: &str, id: &IdRef, n: u64) -> Result<Slice, DomainError> {
-        let (record, mut reader) = self.open(namespace, id).await?;
-        let id = MemoryId::from_stored(record.id);
-        let slice = slicing::chunk(&mut reader, &id, n, &self.limits).await?;
-        self.metrics.slice("chunk", &record.fields.kind);
-        Ok(slice)
-    }
-
-    /// The lines of a memory that match `query` (see [`grep::grep`]).
-    pub async fn grep(
-        &self,
-        namespace: &str,
-        id: &IdRef,
-        query: &GrepQuery,
-    ) -> Result<(MemoryId, GrepResult), DomainError> {
-        grep::validate(query)?;
-        let (record, reader) = self.open(namespace, id).await?;
-        let answer = grep::grep(reader, query, self.limits.grep_scan_bytes).await?;
-        self.metrics.slice("grep", &record.fields.kind);
-        Ok((MemoryId::from_stored(record.id), answer))
-    }
-
-    /// The slice a pointer URI names (a bare pointer gives the first lines).
-    pub async fn fetch(&self, namespace: &str, uri: &MemUri) -> Result<Slice, DomainError> {
-        match uri.selector {
-            Selector::Whole => self.lines(namespace, &uri.id, None, None).await,
-            Selector::Lines { start, end } => {
-                self.lines(namespace, &uri.id, Some(start), end).await
-            }
-            Selector::Bytes { offset, len } => self.bytes(namespace, &uri.id, offset, len).await,
-        }
     }
 }

@@ -61,6 +61,20 @@ pub struct Slice {
     pub next: Option<String>,
     /// For chunk slices: (index, count).
     pub chunk: Option<(u64, u64)>,
+    /// For token-budgeted slices: what the content counts.
+    pub tokens: Option<SliceTokens>,
+}
+
+/// The token count of a token-budgeted slice.
+#[derive(Clone, Debug)]
+pub struct SliceTokens {
+    /// Tokens of the content.
+    pub count: u64,
+    /// How they were counted (`exact:o200k_base`, `estimate:...`).
+    pub method: String,
+    /// The content starts at a line start and ends at a line end (or at the
+    /// end of the content), so a line range names it.
+    pub whole_lines: bool,
 }
 
 /// Lines `start..=end` (end defaults to `start + default_lines - 1`).
@@ -138,6 +152,7 @@ pub async fn lines(
         truncated,
         next,
         chunk: None,
+        tokens: None,
     })
 }
 
@@ -236,11 +251,12 @@ async fn span(
         truncated: false,
         next,
         chunk,
+        tokens: None,
     })
 }
 
 /// Longest prefix that does not end inside a UTF-8 sequence (whole if not UTF-8-like).
-fn utf8_boundary(data: &[u8]) -> usize {
+pub fn utf8_boundary(data: &[u8]) -> usize {
     let len = data.len();
     // Walk back over at most 3 continuation bytes to the lead byte.
     let mut lead = len;

@@ -75,6 +75,21 @@ impl Encoding {
         fast::count(self, text)
     }
 
+    /// Byte offsets in `text` where each of its first `most` tokens ends.
+    pub fn token_ends(self, text: &str, most: usize) -> Vec<usize> {
+        let tokenizer = self.tokenizer();
+        let mut end = 0;
+        tokenizer
+            .encode(text)
+            .into_iter()
+            .take(most)
+            .map(|token| {
+                end += tokenizer.bpe.token_len(token);
+                end
+            })
+            .collect()
+    }
+
     fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
         match self {
             Self::O200kBase => bpe_openai::o200k_base(),

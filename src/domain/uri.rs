@@ -3,13 +3,17 @@
 use super::DomainError;
 use super::ids::IdRef;
 
-/// A parsed pointer: which memory, and which part of it.
+/// A parsed pointer: which memory, which part of it, and an optional token
+/// budget for the slice.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemUri {
     /// The memory, as a full id or a unique prefix.
     pub id: IdRef,
     /// The part the pointer names.
     pub selector: Selector,
+    /// `max_tokens=<n>`: serve the longest run of lines from the start of the
+    /// selector that fits `n` tokens (a byte range's `len` is then ignored).
+    pub max_tokens: Option<u64>,
 }
 
 /// The part of a memory a pointer names.
@@ -17,72 +21,97 @@ pub struct MemUri {
 pub enum Selector {
     /// `mem://<id>`: the memory as a whole (served as its first lines).
     Whole,
-    /// `mem://<id>#L<start>-<end>` (1-based, inclusive) or `#L<start>`.
+    /// `mem://<id>#L<start>-<end>` (1-based, inclusive), `#L<start>` (one
+    /// line) or `#L<start>-` (from `start` on).
     Lines { start: u64, end: Option<u64> },
     /// `mem://<id>?offset=<n>&len=<n>`.
     Bytes { offset: u64, len: Option<u64> },
 }
 
 impl MemUri {
-    /// Parses `mem://<id>[#L<a>[-<b>]]` or `mem://<id>?offset=<n>[&len=<n>]`.
+    /// Parses `mem://<id>[?<query>][#L<a>[-[<b>]]]`, where the query holds
+    /// `offset=<n>[&len=<n>]` (a byte range, not beside a line fragment)
+    /// and/or `max_tokens=<n>`.
     pub fn parse(text: &str) -> Result<Self, DomainError> {
         let invalid = |why: &str| {
             DomainError::InvalidUri(format!(
-                "`{}` is not a pointer URI: {why} (expected mem://<id>, mem://<id>#L<start>-<end> or mem://<id>?offset=<n>&len=<n>)",
+                "`{}` is not a pointer URI: {why} (expected mem://<id>, mem://<id>#L<start>-<end>, mem://<id>?offset=<n>&len=<n>, optionally with max_tokens=<n> in the query)",
                 text.chars().take(120).collect::<String>()
             ))
         };
         let rest = text
             .strip_prefix("mem://")
             .ok_or_else(|| invalid("it must start with mem://"))?;
-        let (id_part, selector) = if let Some((id, fragment)) = rest.split_once('#') {
-            (
-                id,
-                parse_lines(fragment).ok_or_else(|| invalid("bad line fragment"))?,
-            )
-        } else if let Some((id, query)) = rest.split_once('?') {
-            (
-                id,
-                parse_bytes(query).ok_or_else(|| invalid("bad byte range query"))?,
-            )
-        } else {
-            (rest, Selector::Whole)
+        let (head, fragment) = match rest.split_once('#') {
+            Some((head, fragment)) => (head, Some(fragment)),
+            None => (rest, None),
+        };
+        let (id_part, query) = match head.split_once('?') {
+            Some((id, query)) => (id, parse_query(query).ok_or_else(|| invalid("bad query"))?),
+            None => (head, Query::default()),
+        };
+        let selector = match (fragment, query.offset) {
+            (Some(_), Some(_)) => {
+                return Err(invalid("a line fragment and a byte offset together"));
+            }
+            (Some(fragment), None) => {
+                parse_lines(fragment).ok_or_else(|| invalid("bad line fragment"))?
+            }
+            (None, Some(offset)) => Selector::Bytes {
+                offset,
+                len: query.len,
+            },
+            (None, None) if query.len.is_some() => return Err(invalid("`len` without `offset`")),
+            (None, None) => Selector::Whole,
         };
         let id = IdRef::parse(id_part.trim_end_matches('/'))?;
-        Ok(Self { id, selector })
+        Ok(Self {
+            id,
+            selector,
+            max_tokens: query.max_tokens,
+        })
     }
 }
 
 fn parse_lines(fragment: &str) -> Option<Selector> {
     let body = fragment.strip_prefix('L')?;
     let (start, end) = match body.split_once('-') {
+        Some((a, "")) => (a, None),
         Some((a, b)) => (a, Some(b.strip_prefix('L').unwrap_or(b))),
-        None => (body, None),
+        None => (body, Some(body)),
     };
     let start = start.parse().ok()?;
     let end = match end {
         Some(b) => Some(b.parse().ok()?),
-        None => Some(start),
+        None => None,
     };
     Some(Selector::Lines { start, end })
 }
 
-fn parse_bytes(query: &str) -> Option<Selector> {
-    let mut offset = None;
-    let mut len = None;
+#[derive(Default)]
+struct Query {
+    offset: Option<u64>,
+    len: Option<u64>,
+    max_tokens: Option<u64>,
+}
+
+fn parse_query(query: &str) -> Option<Query> {
+    let mut parsed = Query::default();
+    if query.is_empty() {
+        return None;
+    }
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=')?;
         let value: u64 = value.parse().ok()?;
-        match key {
-            "offset" => offset = Some(value),
-            "len" | "length" => len = Some(value),
+        let slot = match key {
+            "offset" => &mut parsed.offset,
+            "len" | "length" => &mut parsed.len,
+            "max_tokens" => &mut parsed.max_tokens,
             _ => return None,
-        }
+        };
+        *slot = Some(value);
     }
-    Some(Selector::Bytes {
-        offset: offset?,
-        len,
-    })
+    Some(parsed)
 }
 
 #[cfg(test)]
@@ -121,6 +150,30 @@ mod tests {
                 len: Some(9)
             }
         );
+        let open = MemUri::parse(&format!("mem://{ID}?max_tokens=500#L41-")).unwrap();
+        assert_eq!(
+            (open.selector, open.max_tokens),
+            (
+                Selector::Lines {
+                    start: 41,
+                    end: None
+                },
+                Some(500)
+            )
+        );
+        let inside = MemUri::parse(&format!("mem://{ID}?offset=7&max_tokens=64")).unwrap();
+        assert_eq!(
+            (inside.selector, inside.max_tokens),
+            (
+                Selector::Bytes {
+                    offset: 7,
+                    len: None
+                },
+                Some(64)
+            )
+        );
+        let budget_only = MemUri::parse(&format!("mem://{ID}?max_tokens=64")).unwrap();
+        assert_eq!(budget_only.selector, Selector::Whole);
         let prefix = MemUri::parse("mem://e3b0c44298fc#L1-2").unwrap();
         assert!(matches!(prefix.id, IdRef::Prefix(_)));
     }
@@ -136,6 +189,8 @@ mod tests {
             &format!("mem://{ID}?len=5"),
             &format!("mem://{ID}?offset=x"),
             &format!("mem://{ID}?offset=1&foo=2"),
+            &format!("mem://{ID}?offset=1#L2-3"),
+            &format!("mem://{ID}?max_tokens=x#L2"),
         ] {
             assert!(MemUri::parse(bad).is_err(), "{bad} should be rejected");
         }

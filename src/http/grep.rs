@@ -1,4 +1,5 @@
-//! `GET /v1/memories/{id}/grep`: `grep -n` inside one memory.
+//! `GET /v1/memories/{id}/grep`: `grep -n` inside one memory; `GET /v1/grep`:
+//! the same across the memories a filter selects.
 
 use axum::Json;
 use axum::extract::State;
@@ -9,9 +10,12 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use super::views::GrepView;
+use super::filters::Filters;
+use super::views::{AcrossGrepView, GrepView};
 use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
+use crate::domain::grep_across::{AcrossCursor, grep_across};
 use crate::domain::ids::IdRef;
+use crate::storage::meta::ListQuery;
 
 /// What to look for in the memory.
 #[derive(Deserialize, IntoParams)]
@@ -71,4 +75,109 @@ pub async fn grep(
         .grep(&caller.namespace, &IdRef::parse(&id)?, &query)
         .await?;
     Ok(Json(GrepView::new(&id, result)))
+}
+
+/// What to look for, and in which memories.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AcrossParams {
+    /// A regex (Rust `regex` syntax), matched against each line.
+    pub pattern: String,
+    /// Take `pattern` as a literal string.
+    #[serde(default)]
+    pub fixed: bool,
+    /// Match regardless of case.
+    #[serde(default)]
+    pub ignore_case: bool,
+    /// Lines of context before and after each match (0–10, default 0).
+    #[serde(default)]
+    pub context: u32,
+    /// Most matches in all (1–1000, default 100).
+    pub max_matches: Option<u32>,
+    /// Only this type.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub kind: Option<String>,
+    /// Only this subtype.
+    pub subtype: Option<String>,
+    /// Only memories with this tag.
+    pub tag: Option<String>,
+    /// Only this thread.
+    pub thread: Option<String>,
+    /// Only this checkpoint.
+    pub checkpoint: Option<String>,
+    /// Only this directory.
+    pub directory: Option<String>,
+    /// Created at or after (RFC 3339 or Unix seconds).
+    pub since: Option<String>,
+    /// Created before (RFC 3339 or Unix seconds).
+    pub until: Option<String>,
+    /// Memories to search, newest first (1–200, default 50).
+    pub memories: Option<u32>,
+    /// `next_cursor` of the previous answer.
+    pub cursor: Option<String>,
+}
+
+/// The lines that match a pattern in the caller's memories a filter
+/// selects, newest first, grouped by memory; one budget of matches and of
+/// bytes scanned for the request, `next_cursor` to continue.
+#[utoipa::path(
+    get, path = "/v1/grep", tag = "search",
+    params(AcrossParams),
+    responses(
+        (status = 200, description = "Matching lines by memory", body = AcrossGrepView),
+        (status = 400, description = "Bad pattern, option, filter or cursor", body = ErrorBody),
+        (status = 404, description = "The cursor's memory is gone", body = ErrorBody),
+        (status = 500, body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn across(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<AcrossParams>,
+) -> Result<Json<AcrossGrepView>, AppError> {
+    let (list, query, cursor) = params.into_parts(caller.namespace)?;
+    let budget = state.memories.limits().grep_scan_bytes;
+    let answer = grep_across(&state.memories, list, &query, cursor, budget).await?;
+    Ok(Json(AcrossGrepView::new(answer)))
+}
+
+impl AcrossParams {
+    /// The memories to search in `namespace`, the grep, and where to start.
+    fn into_parts(
+        self,
+        namespace: String,
+    ) -> Result<(ListQuery, GrepQuery, Option<AcrossCursor>), AppError> {
+        let memories = self.memories.unwrap_or(50);
+        if !(1..=200).contains(&memories) {
+            return Err(AppError::bad_request("`memories` must be 1-200").with("field", "memories"));
+        }
+        let cursor = match self.cursor.as_deref() {
+            Some(text) => Some(AcrossCursor::decode(text).ok_or_else(|| {
+                AppError::bad_request("`cursor` is not a cursor this server issued")
+                    .with("field", "cursor")
+            })?),
+            None => None,
+        };
+        let filters = Filters {
+            kind: self.kind,
+            subtype: self.subtype,
+            tag: self.tag,
+            thread: self.thread,
+            checkpoint: self.checkpoint,
+            directory: self.directory,
+            since: self.since,
+            until: self.until,
+        };
+        let query = GrepQuery {
+            pattern: self.pattern,
+            fixed: self.fixed,
+            ignore_case: self.ignore_case,
+            context: self.context,
+            max_matches: self.max_matches.unwrap_or(DEFAULT_MATCHES),
+            after: 0,
+        };
+        Ok((filters.query(namespace, memories)?, query, cursor))
+    }
 }

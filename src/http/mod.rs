@@ -100,6 +100,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(slices::chunk))
         .routes(routes!(slices::fetch))
         .routes(routes!(grep::grep))
+        .routes(routes!(grep::across))
         .routes(routes!(usage::post))
         .routes(routes!(stats::get))
         .routes(routes!(tokens::count))

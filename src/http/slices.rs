@@ -17,6 +17,7 @@ use super::extract::{ApiPath, ApiQuery};
 use super::views::SliceView;
 use crate::domain::ids::IdRef;
 use crate::domain::slicing::Slice;
+use crate::domain::token_slice::{Start, TokenBudget};
 use crate::domain::uri::{MemUri, Selector};
 
 /// A line range, 1-based and inclusive.
@@ -27,6 +28,13 @@ pub struct LineParams {
     pub start: Option<u64>,
     /// Last line, inclusive (default start + 199; at most 2,000 lines per slice).
     pub end: Option<u64>,
+    /// Serve the longest run of whole lines from `start` (up to `end`) whose
+    /// exact token count fits (at least 16); a longer first line is cut at a
+    /// token boundary, `truncated`, and `next` continues inside it.
+    pub max_tokens: Option<u64>,
+    /// Count tokens with this model's encoding (default o200k_base; models
+    /// without a public tokenizer get a labelled estimate).
+    pub model: Option<String>,
 }
 
 /// A byte range.
@@ -43,8 +51,13 @@ pub struct ByteParams {
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct FetchParams {
-    /// `mem://<id>`, `mem://<id>#L<a>-<b>` (URL-encode `#` as `%23`) or `mem://<id>?offset=<n>&len=<n>` (encode `?`/`&`).
+    /// `mem://<id>`, `mem://<id>#L<a>-<b>` (URL-encode `#` as `%23`) or `mem://<id>?offset=<n>&len=<n>` (encode `?`/`&`); a `next` pointer may also carry `max_tokens=<n>`.
     pub uri: String,
+    /// Serve the longest run of whole lines from the pointer's start whose
+    /// exact token count fits (overrides the pointer's own `max_tokens`).
+    pub max_tokens: Option<u64>,
+    /// Count tokens with this model's encoding (default o200k_base).
+    pub model: Option<String>,
 }
 
 /// Lines `start..=end` of a memory.
@@ -66,15 +79,22 @@ pub async fn lines(
     ApiQuery(range): ApiQuery<LineParams>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let slice = state
-        .memories
-        .lines(
-            &caller.namespace,
-            &IdRef::parse(&id)?,
-            range.start,
-            range.end,
-        )
-        .await?;
+    let id = IdRef::parse(&id)?;
+    let memories = &state.memories;
+    let slice = match range.max_tokens {
+        Some(max_tokens) => {
+            let budget = TokenBudget::new(max_tokens, range.model.as_deref())?;
+            let start = Start::Line(range.start.unwrap_or(1));
+            memories
+                .within_tokens(&caller.namespace, &id, start, range.end, &budget)
+                .await?
+        }
+        None => {
+            memories
+                .lines(&caller.namespace, &id, range.start, range.end)
+                .await?
+        }
+    };
     Ok(respond(slice, true, &headers))
 }
 
@@ -147,9 +167,11 @@ pub async fn fetch(
     ApiQuery(params): ApiQuery<FetchParams>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let uri = MemUri::parse(&params.uri)?;
+    let mut uri = MemUri::parse(&params.uri)?;
+    uri.max_tokens = params.max_tokens.or(uri.max_tokens);
     let lines = !matches!(uri.selector, Selector::Bytes { .. });
-    let slice = state.memories.fetch(&caller.namespace, &uri).await?;
+    let model = params.model.as_deref();
+    let slice = state.memories.fetch(&caller.namespace, &uri, model).await?;
     Ok(respond(slice, lines, &headers))
 }
 
@@ -174,6 +196,15 @@ fn respond(slice: Slice, lines: bool, headers: &HeaderMap) -> Response {
     ];
     for (name, value) in numbers {
         out.insert(HeaderName::from_static(name), HeaderValue::from(value));
+    }
+    if let Some(tokens) = &slice.tokens {
+        out.insert(
+            HeaderName::from_static("x-cairn-tokens"),
+            HeaderValue::from(tokens.count),
+        );
+        if let Ok(method) = HeaderValue::from_str(&tokens.method) {
+            out.insert(HeaderName::from_static("x-cairn-token-method"), method);
+        }
     }
     out.insert(
         HeaderName::from_static("x-cairn-truncated"),

@@ -6,6 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::domain::grep::{GrepMatch, GrepResult};
+use crate::domain::grep_across::AcrossResult;
 use crate::domain::ids::MemoryId;
 use crate::domain::slicing::{Slice, SliceLimits, byte_uri, line_uri};
 use crate::storage::meta::MemoryRecord;
@@ -183,12 +184,19 @@ pub struct SliceView {
     /// For chunks: how many chunks the memory has.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunks: Option<u64>,
+    /// With `max_tokens`: tokens of this slice's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// With `max_tokens`: how `tokens` was counted (`exact:o200k_base`, or a labelled estimate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 impl SliceView {
     /// The view of a line slice (`lines: true`) or a byte/chunk slice.
     pub fn new(slice: Slice, lines: bool) -> Self {
         let length = slice.content.len() as u64;
+        let lines = slice.tokens.as_ref().map_or(lines, |t| t.whole_lines);
         let uri = if lines {
             line_uri(&slice.id, slice.start, slice.end)
         } else {
@@ -216,6 +224,8 @@ impl SliceView {
             next: slice.next,
             chunk: slice.chunk.map(|(n, _)| n),
             chunks: slice.chunk.map(|(_, count)| count),
+            tokens: slice.tokens.as_ref().map(|t| t.count),
+            method: slice.tokens.map(|t| t.method),
         }
     }
 }
@@ -279,10 +289,22 @@ pub struct GrepView {
 impl GrepView {
     /// The view of `result`, a grep of memory `id`.
     pub fn new(id: &MemoryId, result: GrepResult) -> Self {
-        let matches = result
-            .matches
+        Self {
+            id: id.to_string(),
+            matches: GrepMatchView::all(id, result.matches),
+            scanned_bytes: result.scanned_bytes,
+            truncated: result.truncated,
+            next: result.next,
+        }
+    }
+}
+
+impl GrepMatchView {
+    /// The views of the matches of memory `id`.
+    fn all(id: &MemoryId, matches: Vec<GrepMatch>) -> Vec<Self> {
+        matches
             .into_iter()
-            .map(|m: GrepMatch| GrepMatchView {
+            .map(|m| Self {
                 uri: line_uri(id, m.line, m.line),
                 line: m.line,
                 text: m.text,
@@ -290,13 +312,67 @@ impl GrepView {
                 before: m.before,
                 after: m.after,
             })
+            .collect()
+    }
+}
+
+/// The matches of one memory in a grep across memories.
+#[derive(Serialize, ToSchema)]
+pub struct MemoryGrepView {
+    /// The memory.
+    pub id: String,
+    /// Pointer to it: `mem://<id>`.
+    pub uri: String,
+    /// Its title.
+    pub title: Option<String>,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its subtype.
+    pub subtype: Option<String>,
+    /// Its matching lines in order.
+    pub matches: Vec<GrepMatchView>,
+}
+
+/// Matching lines across the memories a filter selects.
+#[derive(Serialize, ToSchema)]
+pub struct AcrossGrepView {
+    /// Memories with matches, newest first.
+    pub results: Vec<MemoryGrepView>,
+    /// Memories searched, wholly or in part.
+    pub searched: u32,
+    /// Content bytes read to answer.
+    pub scanned_bytes: u64,
+    /// True when memories (or the rest of one) are left: pass `next_cursor` as `cursor`.
+    pub truncated: bool,
+    /// Where the next answer starts; null when every selected memory was searched.
+    pub next_cursor: Option<String>,
+}
+
+impl AcrossGrepView {
+    /// The view of a grep across memories.
+    pub fn new(answer: AcrossResult) -> Self {
+        let results = answer
+            .memories
+            .into_iter()
+            .map(|found| {
+                let id = MemoryId::from_stored(found.record.id);
+                MemoryGrepView {
+                    uri: format!("mem://{id}"),
+                    matches: GrepMatchView::all(&id, found.result.matches),
+                    id: id.to_string(),
+                    title: found.record.fields.title,
+                    kind: found.record.fields.kind,
+                    subtype: found.record.fields.subtype,
+                }
+            })
             .collect();
         Self {
-            id: id.to_string(),
-            matches,
-            scanned_bytes: result.scanned_bytes,
-            truncated: result.truncated,
-            next: result.next,
+            results,
+            searched: answer.searched,
+            scanned_bytes: answer.scanned_bytes,
+            truncated: answer.next.is_some(),
+            next_cursor: answer.next.map(|cursor| cursor.encode()),
         }
     }
 }

@@ -155,7 +155,7 @@ async fn bad_pointers_are_a_400_invalid_uri(app: &TestApp) {
         id.clone(),
         format!("mem://{id}#10-20"),
         format!("mem://{id}#La-b"),
-        format!("mem://{id}#L1-"),
+        format!("mem://{id}#L-3"),
         format!("mem://{id}#"),
         format!("mem://{id}?len=5"),
         format!("mem://{id}?offset=x"),

@@ -119,3 +119,116 @@ async fn bad_patterns_and_options_are_clear_400s() {
         .await
         .assert_error(StatusCode::NOT_FOUND, "not_found");
 }
+
+/// Every (memory, line) a grep across memories finds, answer after answer.
+async fn across_all(app: &TestApp, query: &str, key: Option<&str>) -> (Vec<(String, u64)>, u32) {
+    let (mut found, mut answers, mut cursor) = (Vec::new(), 0, None::<String>);
+    loop {
+        let mut uri = format!("/v1/grep?{query}");
+        if let Some(c) = &cursor {
+            uri.push_str(&format!("&cursor={}", enc(c)));
+        }
+        let resp = match key {
+            Some(key) => app.get_as(&uri, key).await,
+            None => app.get(&uri).await,
+        };
+        assert_eq!(resp.status, StatusCode::OK, "{}", resp.text());
+        let answer = resp.json();
+        answers += 1;
+        for memory in answer["results"].as_array().unwrap() {
+            assert!(!memory["matches"].as_array().unwrap().is_empty());
+            for m in memory["matches"].as_array().unwrap() {
+                let id = memory["id"].as_str().unwrap().to_owned();
+                found.push((id, m["line"].as_u64().unwrap()));
+            }
+        }
+        cursor = answer["next_cursor"].as_str().map(str::to_owned);
+        assert_eq!(answer["truncated"], cursor.is_some());
+        if cursor.is_none() {
+            return (found, answers);
+        }
+        assert!(answers < 1000, "paging did not end");
+    }
+}
+
+#[tokio::test]
+async fn grep_across_memories_groups_by_memory_newest_first_and_pages_exactly() {
+    let app = spawn_app().await;
+    let mut ids = Vec::new();
+    for (n, kind) in [(20, "LOG"), (30, "TEST_RUN"), (40, "LOG")] {
+        let put = app
+            .put_json(serde_json::json!({"content": log(n), "type": kind}))
+            .await
+            .json();
+        ids.push(put["id"].as_str().unwrap().to_owned());
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let answer = app.get("/v1/grep?pattern=ERROR").await.json();
+    let order: Vec<&str> = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, [ids[2].as_str(), ids[1].as_str(), ids[0].as_str()]);
+    assert_eq!(answer["results"][0]["type"], "LOG");
+    assert_eq!(answer["results"][0]["uri"], format!("mem://{}", ids[2]));
+    assert_eq!(answer["searched"], 3);
+    assert_eq!(answer["next_cursor"], Value::Null);
+    // Every match once, whatever the page size and the memories per answer.
+    let expected: Vec<(String, u64)> = [(2, 40), (1, 30), (0, 20)]
+        .iter()
+        .flat_map(|&(i, n): &(usize, u64)| (1..=n / 7).map(move |k| (i, k * 7)))
+        .map(|(i, line)| (ids[i].clone(), line))
+        .collect();
+    for query in [
+        "pattern=ERROR&max_matches=2",
+        "pattern=ERROR&memories=1",
+        "pattern=ERROR&max_matches=1&memories=2",
+    ] {
+        let (found, answers) = across_all(&app, query, None).await;
+        assert_eq!(found, expected, "{query}");
+        assert!(answers > 1, "{query}");
+    }
+    let logs = app.get("/v1/grep?pattern=ERROR&type=log").await.json();
+    assert_eq!(logs["results"].as_array().unwrap().len(), 2);
+    app.get("/v1/grep?pattern=ERROR&cursor=nonsense")
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_request");
+    app.get("/v1/grep?pattern=a(b")
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_field");
+}
+
+#[tokio::test]
+async fn grep_across_memories_never_shows_another_namespace() {
+    const ALPHA: &str = "key-alpha-0001";
+    const BETA: &str = "key-beta-00002";
+    let app = spawn_app_with(|c| c.api_keys = Some(format!("{ALPHA}:alpha,{BETA}:beta"))).await;
+    let secret = app
+        .put_json_as(
+            ALPHA,
+            serde_json::json!({"content": "alpha secret ERROR line\n"}),
+        )
+        .await
+        .json();
+    let alpha_id = secret["id"].as_str().unwrap().to_owned();
+    app.put_json_as(BETA, serde_json::json!({"content": "beta ERROR line\n"}))
+        .await;
+    let (alpha, _) = across_all(&app, "pattern=ERROR", Some(ALPHA)).await;
+    assert_eq!(alpha, [(alpha_id.clone(), 1)]);
+    let (beta, _) = across_all(&app, "pattern=ERROR", Some(BETA)).await;
+    assert_eq!(beta.len(), 1);
+    assert_ne!(beta[0].0, alpha_id);
+    // A cursor naming alpha's memory is not a way in.
+    let forged = format!("1.{alpha_id}.0");
+    app.get_as(&format!("/v1/grep?pattern=secret&cursor={forged}"), BETA)
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get_as(
+        &format!("/v1/memories/{alpha_id}/grep?pattern=secret"),
+        BETA,
+    )
+    .await
+    .assert_error(StatusCode::NOT_FOUND, "not_found");
+}

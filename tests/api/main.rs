@@ -30,5 +30,6 @@ mod safety;
 mod search;
 mod stats;
 mod summaries;
+mod token_slices;
 mod tokens;
 mod usage;

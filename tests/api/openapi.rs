@@ -70,6 +70,7 @@ async fn the_document_lists_every_endpoint() {
         ("/v1/memories/{id}/chunks/{n}", &["get"]),
         ("/v1/fetch", &["get"]),
         ("/v1/memories/{id}/grep", &["get"]),
+        ("/v1/grep", &["get"]),
         ("/healthz", &["get"]),
         ("/readyz", &["get"]),
     ] {
@@ -186,6 +187,19 @@ async fn live_answers_fit_the_schemas_their_operations_document() {
             "get",
             "200",
             app.get(&format!("/v1/memories/{id}/grep?pattern=gam&context=1"))
+                .await,
+        ),
+        (
+            "/v1/grep",
+            "get",
+            "200",
+            app.get("/v1/grep?pattern=gam&context=1&memories=2").await,
+        ),
+        (
+            "/v1/memories/{id}/lines",
+            "get",
+            "200",
+            app.get(&format!("/v1/memories/{id}/lines?max_tokens=20"))
                 .await,
         ),
         (

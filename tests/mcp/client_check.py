@@ -67,6 +67,17 @@ async def main(url, key):
             following = payload(following)
             assert following["text"].startswith("line 352: "), following
 
+            budgeted = await session.call_tool(
+                "memory_fetch", {"memory_id": memory_id, "line_start": 340, "max_tokens": 60}
+            )
+            assert not is_error(budgeted), f"budgeted fetch failed: {budgeted}"
+            budgeted = payload(budgeted)
+            assert 0 < budgeted["tokens"] <= 60 and budgeted["method"] == "exact:o200k_base", budgeted
+            assert budgeted["text"].startswith("line 340: "), budgeted
+            assert "max_tokens=60" in budgeted["next"], budgeted
+            after = payload(await session.call_tool("memory_fetch", {"uri": budgeted["next"]}))
+            assert after["start"] == budgeted["end"] + 1 and after["tokens"] <= 60, after
+
             ranged_twice = await session.call_tool(
                 "memory_fetch", {"uri": fetched["next"], "line_start": 1}
             )

@@ -48,6 +48,10 @@ pub struct FetchArgs {
     pub byte_offset: Option<u64>,
     /// Bytes to read (at most 65,536 per call).
     pub byte_length: Option<u64>,
+    /// Instead of a line count: return the longest run of whole lines from
+    /// the start that fits this many tokens (exact o200k_base count, at least
+    /// 16); `next` continues exactly where it stopped.
+    pub max_tokens: Option<u64>,
 }
 
 /// Arguments of `memory_search`.

@@ -27,7 +27,8 @@ use crate::http::{search, stats};
 const INSTRUCTIONS: &str = "Cairn stores large tool outputs so they need not stay in your context. \
 Put a big output with memory_put and keep only the returned summary and `uri` (a mem:// pointer). \
 When you need part of it again, call memory_fetch with that uri and a line range; each call returns \
-at most 2,000 lines or 64 KiB, and `next` is the pointer to the following range. Use memory_grep \
+at most 2,000 lines or 64 KiB (or, with max_tokens, what fits that many tokens), and `next` is the \
+pointer to the following range. Use memory_grep \
 for the lines of one memory that match a pattern (like `grep -n`), and memory_search to find which \
 memories hold a term.";
 
@@ -75,7 +76,10 @@ or the `next` of a previous answer), and either `line_start`/`line_end` (1-based
 `byte_offset`/`byte_length`. Each call returns at most 2,000 lines and 64 KiB; `total_lines` tells the \
 size, `truncated` says the byte cap cut the range short, and `next` is the pointer to the following \
 range (null at the end). To page through a large memory, fetch 200-500 lines at a time and follow `next`; \
-use memory_search first to find the lines that matter."
+when lines can be very long (minified JSON, one-line logs) or your context is tight, give `max_tokens` \
+instead: you get the whole lines from the start that fit that many tokens (a longer line is cut and \
+`next` continues inside it), with their `tokens` count. Use memory_grep or memory_search first to find \
+the lines that matter."
     )]
     async fn memory_fetch(
         &self,
@@ -196,12 +200,13 @@ pub(crate) async fn fetch(
             "give either line_start/line_end or byte_offset/byte_length, not both",
         ));
     }
-    let (id, selector) = match (args.memory_id, args.uri) {
-        (Some(id), None) => (IdRef::parse(&id)?, Selector::Whole),
-        (None, Some(uri)) => {
-            let uri = MemUri::parse(&uri)?;
-            (uri.id, uri.selector)
-        }
+    let mut uri = match (args.memory_id, args.uri) {
+        (Some(id), None) => MemUri {
+            id: IdRef::parse(&id)?,
+            selector: Selector::Whole,
+            max_tokens: None,
+        },
+        (None, Some(uri)) => MemUri::parse(&uri)?,
         (Some(_), Some(_)) => {
             return Err(AppError::bad_request("give memory_id or uri, not both"));
         }
@@ -211,31 +216,25 @@ pub(crate) async fn fetch(
             ));
         }
     };
-    if (lines || bytes) && !matches!(selector, Selector::Whole) {
+    if (lines || bytes) && !matches!(uri.selector, Selector::Whole) {
         return Err(AppError::bad_request(
             "the uri already names a range; drop line_*/byte_* or pass a bare mem://<id>",
         ));
     }
-    let memories = &state.memories;
-    let ns = &caller.namespace;
-    let (slice, by_lines) = if bytes {
-        let offset = args.byte_offset.unwrap_or(0);
-        (
-            memories.bytes(ns, &id, offset, args.byte_length).await?,
-            false,
-        )
+    if bytes {
+        uri.selector = Selector::Bytes {
+            offset: args.byte_offset.unwrap_or(0),
+            len: args.byte_length,
+        };
     } else if lines {
-        (
-            memories
-                .lines(ns, &id, args.line_start, args.line_end)
-                .await?,
-            true,
-        )
-    } else {
-        let by_lines = !matches!(selector, Selector::Bytes { .. });
-        let uri = MemUri { id, selector };
-        (memories.fetch(ns, &uri).await?, by_lines)
-    };
+        uri.selector = Selector::Lines {
+            start: args.line_start.unwrap_or(1),
+            end: args.line_end,
+        };
+    }
+    uri.max_tokens = args.max_tokens.or(uri.max_tokens);
+    let by_lines = !matches!(uri.selector, Selector::Bytes { .. });
+    let slice = state.memories.fetch(&caller.namespace, &uri, None).await?;
     Ok(SliceView::new(slice, by_lines))
 }
 

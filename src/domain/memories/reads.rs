@@ -1,0 +1,111 @@
+//! Reads of one memory: line, byte, chunk and token-budgeted slices, grep,
+//! and pointer resolution.
+
+use super::Memories;
+use crate::domain::DomainError;
+use crate::domain::grep::{self, GrepQuery, GrepResult};
+use crate::domain::ids::{IdRef, MemoryId};
+use crate::domain::slicing::{self, Slice};
+use crate::domain::token_slice::{self, Start, TokenBudget};
+use crate::domain::uri::{MemUri, Selector};
+
+impl Memories {
+    /// Lines `start..=end` of a memory.
+    pub async fn lines(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> Result<Slice, DomainError> {
+        let (record, mut reader) = self.open(namespace, id).await?;
+        let id = MemoryId::from_stored(record.id);
+        let slice = slicing::lines(&mut reader, &id, start, end, &self.limits).await?;
+        self.metrics.slice("lines", &record.fields.kind);
+        Ok(slice)
+    }
+
+    /// Bytes `[offset, offset + len)` of a memory.
+    pub async fn bytes(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+        offset: u64,
+        len: Option<u64>,
+    ) -> Result<Slice, DomainError> {
+        let (record, mut reader) = self.open(namespace, id).await?;
+        let id = MemoryId::from_stored(record.id);
+        let slice = slicing::bytes(&mut reader, &id, offset, len, &self.limits).await?;
+        self.metrics.slice("bytes", &record.fields.kind);
+        Ok(slice)
+    }
+
+    /// Chunk `n` of a memory.
+    pub async fn chunk(&self, namespace: &str, id: &IdRef, n: u64) -> Result<Slice, DomainError> {
+        let (record, mut reader) = self.open(namespace, id).await?;
+        let id = MemoryId::from_stored(record.id);
+        let slice = slicing::chunk(&mut reader, &id, n, &self.limits).await?;
+        self.metrics.slice("chunk", &record.fields.kind);
+        Ok(slice)
+    }
+
+    /// The lines of a memory that match `query` (see [`grep::grep`]).
+    pub async fn grep(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+        query: &GrepQuery,
+    ) -> Result<(MemoryId, GrepResult), DomainError> {
+        grep::validate(query)?;
+        let (record, reader) = self.open(namespace, id).await?;
+        let answer = grep::grep(reader, query, self.limits.grep_scan_bytes).await?;
+        self.metrics.slice("grep", &record.fields.kind);
+        Ok((MemoryId::from_stored(record.id), answer))
+    }
+
+    /// The slice a pointer URI names (a bare pointer gives the first lines);
+    /// with `max_tokens` in the pointer, the lines from its start that fit,
+    /// counted for `model`.
+    pub async fn fetch(
+        &self,
+        namespace: &str,
+        uri: &MemUri,
+        model: Option<&str>,
+    ) -> Result<Slice, DomainError> {
+        if let Some(max_tokens) = uri.max_tokens {
+            let budget = TokenBudget::new(max_tokens, model)?;
+            let (start, end) = match uri.selector {
+                Selector::Whole => (Start::Line(1), None),
+                Selector::Lines { start, end } => (Start::Line(start), end),
+                Selector::Bytes { offset, .. } => (Start::Offset(offset), None),
+            };
+            return self
+                .within_tokens(namespace, &uri.id, start, end, &budget)
+                .await;
+        }
+        match uri.selector {
+            Selector::Whole => self.lines(namespace, &uri.id, None, None).await,
+            Selector::Lines { start, end } => {
+                self.lines(namespace, &uri.id, Some(start), end).await
+            }
+            Selector::Bytes { offset, len } => self.bytes(namespace, &uri.id, offset, len).await,
+        }
+    }
+
+    /// The longest run of lines from `start` (up to line `end`) that fits
+    /// `budget` (see [`token_slice::within`]).
+    pub async fn within_tokens(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+        start: Start,
+        end: Option<u64>,
+        budget: &TokenBudget,
+    ) -> Result<Slice, DomainError> {
+        let (record, mut reader) = self.open(namespace, id).await?;
+        let id = MemoryId::from_stored(record.id);
+        let slice = token_slice::within(&mut reader, &id, start, end, budget, &self.limits).await?;
+        self.metrics.slice("tokens", &record.fields.kind);
+        Ok(slice)
+    }
+}
