@@ -100,10 +100,12 @@ pub async fn within(
             "`end` ({end}) is before `start` ({line})"
         )));
     }
-    let wanted = end.map_or(limits.max_lines, |end| end - line + 1);
+    let wanted = end
+        .map_or(limits.max_lines, |end| end - line + 1)
+        .min(limits.max_lines);
     let window = reader.read(offset, limits.max_bytes).await?;
     let reaches_end = offset + window.len() as u64 >= size;
-    let ends = line_ends(&window, wanted.min(limits.max_lines) as usize, reaches_end);
+    let ends = line_ends(&window, wanted as usize, reaches_end);
     let (kept, tokens) = fit_lines(&window, &ends, budget);
     let (content_len, cut) = match kept {
         0 if window.is_empty() => (0, false),
@@ -211,7 +213,9 @@ fn cut_line(line: &[u8], budget: &TokenBudget) -> (usize, u64) {
     }
     if let (Some(encoding), Ok(text)) = (budget.counter.encoding(), std::str::from_utf8(line)) {
         let heads = encoding.token_ends(text, max as usize);
-        for &bytes in heads.iter().rev() {
+        // The head of `max` tokens nearly always counts `max` again; a few
+        // shorter heads cover the rare text whose prefix encodes longer.
+        for &bytes in heads.iter().rev().take(8) {
             let mut cut = bytes.min(text.len());
             while !text.is_char_boundary(cut) {
                 cut -= 1;
