@@ -71,6 +71,12 @@ pub struct SearchResultView {
     pub score: f64,
     /// Matching lines (at most 5), in line order.
     pub hits: Vec<HitView>,
+    /// `exact`: the query as given matched. `fuzzy`: it matched nothing, and
+    /// this result matched the looser retry (any of its words, each as the
+    /// prefix of its stem).
+    #[serde(rename = "match")]
+    #[schema(example = "exact")]
+    pub matched: String,
 }
 
 impl From<SearchResult> for SearchResultView {
@@ -92,6 +98,7 @@ impl From<SearchResult> for SearchResultView {
             kind: r.record.fields.kind,
             subtype: r.record.fields.subtype,
             score: r.score,
+            matched: if r.fuzzy { "fuzzy" } else { "exact" }.to_owned(),
         }
     }
 }

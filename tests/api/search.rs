@@ -104,9 +104,14 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
     assert_eq!(both.len(), 2);
     assert!(both.contains(&apart));
     let found = search(&app, &format!("q={}", enc("pars*"))).await;
-    assert_eq!(ids(&found), [prefix]);
+    assert_eq!(ids(&found), std::slice::from_ref(&prefix));
     assert_eq!(found["results"][0]["hits"][0]["text"], "the parser crashed");
-    assert!(ids(&search(&app, "q=pars").await).is_empty());
+    assert_eq!(found["results"][0]["match"], "exact");
+    // A bare word is a whole word: `pars` alone matches nothing as given,
+    // and only the looser retry finds the parser, marked as such.
+    let loose = search(&app, "q=pars").await;
+    assert_eq!(ids(&loose), [prefix]);
+    assert_eq!(loose["results"][0]["match"], "fuzzy");
     assert_eq!(
         ids(&search(&app, &format!("q={}", enc("file NOT please"))).await),
         std::slice::from_ref(&apart)
@@ -118,6 +123,35 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
     assert_eq!(ids(&search(&app, &grouped).await), [phrase]);
     let grouped = format!("q={}", enc("(open) file NOT (please)"));
     assert_eq!(ids(&search(&app, &grouped).await), [apart]);
+}
+
+#[tokio::test]
+async fn a_query_that_finds_nothing_is_retried_loosely_and_says_so() {
+    let app = spawn_app().await;
+    let timeouts = put(
+        &app,
+        "connection timeouts while reading the config\n",
+        json!({}),
+    )
+    .await;
+    let other = put(&app, "the build finished cleanly\n", json!({})).await;
+    wait_for_index(&app, None).await;
+    // No memory holds both words as written: any of their stems will do.
+    let found = search(&app, "q=timeout%20configs").await;
+    assert_eq!(ids(&found), std::slice::from_ref(&timeouts));
+    assert_eq!(found["results"][0]["match"], "fuzzy");
+    assert_eq!(
+        found["results"][0]["hits"][0]["text"],
+        "connection timeouts while reading the config"
+    );
+    // A query that matches as given is not loosened.
+    let exact = search(&app, "q=build%20finished").await;
+    assert_eq!(ids(&exact), [other]);
+    assert_eq!(exact["results"][0]["match"], "exact");
+    // Nothing close: still nothing.
+    assert!(ids(&search(&app, "q=zanzibar").await).is_empty());
+    // Words under NOT are not looked for.
+    assert!(ids(&search(&app, &format!("q={}", enc("zanzibar NOT timeouts"))).await).is_empty());
 }
 
 #[tokio::test]

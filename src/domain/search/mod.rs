@@ -11,7 +11,7 @@ use super::foreground::Foreground;
 use super::reader::ObjectReader;
 use crate::storage::StorageError;
 use crate::storage::blob::BlobStore;
-use crate::storage::meta::{IndexLag, ListQuery, MemoryRecord, MetaStore};
+use crate::storage::meta::{IndexLag, ListQuery, MemoryRecord, MetaStore, SearchRow};
 
 pub mod hits;
 mod indexer;
@@ -41,6 +41,9 @@ pub struct SearchResult {
     pub score: f64,
     /// Matching lines, in line order.
     pub hits: Vec<Hit>,
+    /// Found by the looser retry ([`query::relaxed`]) after the query as
+    /// given found nothing.
+    pub fuzzy: bool,
 }
 
 /// The search service and its background indexer.
@@ -94,20 +97,18 @@ impl Search {
         text: &str,
         mut filter: ListQuery,
     ) -> Result<Vec<SearchResult>, DomainError> {
-        let parsed = query::parse(text).map_err(|e| DomainError::InvalidQuery(e.0))?;
+        let mut parsed = query::parse(text).map_err(|e| DomainError::InvalidQuery(e.0))?;
         filter.limit = filter.limit.clamp(1, MAX_RESULTS);
         filter.after = None;
-        let rows = self
-            .meta
-            .search(&parsed.fts, &filter)
-            .await
-            .map_err(|e| match e {
-                // Translation should leave nothing FTS5 refuses; should it, it is still the query's fault.
-                StorageError::Database(message) if message.contains("fts5") => {
-                    DomainError::InvalidQuery(message)
-                }
-                other => DomainError::Storage(other),
-            })?;
+        let mut rows = self.rows(&parsed.fts, &filter).await?;
+        let mut fuzzy = false;
+        if rows.is_empty()
+            && let Some(loose) = query::relaxed(&parsed)
+        {
+            rows = self.rows(&loose.fts, &filter).await?;
+            parsed = loose;
+            fuzzy = true;
+        }
         let mut results = Vec::with_capacity(rows.len());
         for row in rows {
             let hits = match self.hits(&row.record.id, &row.frames, &parsed.terms).await {
@@ -121,9 +122,21 @@ impl Search {
                 score: -row.score,
                 record: row.record,
                 hits,
+                fuzzy,
             });
         }
         Ok(results)
+    }
+
+    /// The index rows matching an FTS5 expression.
+    async fn rows(&self, fts: &str, filter: &ListQuery) -> Result<Vec<SearchRow>, DomainError> {
+        self.meta.search(fts, filter).await.map_err(|e| match e {
+            // Translation should leave nothing FTS5 refuses; should it, it is still the query's fault.
+            StorageError::Database(message) if message.contains("fts5") => {
+                DomainError::InvalidQuery(message)
+            }
+            other => DomainError::Storage(other),
+        })
     }
 
     /// The matching lines of the first few matching frames of object `id`.

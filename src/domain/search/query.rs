@@ -111,6 +111,43 @@ fn operator_name(token: &Token) -> &'static str {
     }
 }
 
+/// The looser query a search retries with when `query` finds nothing: any
+/// of its words of 3+ characters (not those under `NOT`) instead of all,
+/// each as the prefix of its stem (the last character of a 4–6 character
+/// word, the last two of a longer one, dropped), so word forms, plurals and
+/// misspelt endings still find the memory. None when there is nothing
+/// looser to try.
+pub fn relaxed(query: &Query) -> Option<Query> {
+    let mut stems: Vec<String> = query
+        .terms
+        .iter()
+        .flat_map(|term| &term.words)
+        .filter(|word| word.chars().count() >= 3)
+        .map(|word| stem(word))
+        .collect();
+    stems.sort();
+    stems.dedup();
+    if stems.is_empty() {
+        return None;
+    }
+    let text = stems
+        .iter()
+        .map(|stem| format!("{stem}*"))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    parse(&text).ok().filter(|relaxed| relaxed.fts != query.fts)
+}
+
+fn stem(word: &str) -> String {
+    let chars = word.chars().count();
+    let keep = match chars {
+        0..=3 => chars,
+        4..=6 => chars - 1,
+        _ => chars - 2,
+    };
+    word.chars().take(keep).collect()
+}
+
 /// Translates `input` into an FTS5 expression, or says why it cannot.
 pub fn parse(input: &str) -> Result<Query, QueryError> {
     if input.len() > MAX_QUERY_BYTES {
@@ -293,5 +330,19 @@ mod tests {
         }
         assert!(parse(&"a ".repeat(65)).is_err());
         assert!(parse(&"a".repeat(2000)).is_err());
+    }
+
+    #[test]
+    fn a_looser_query_takes_any_stem_of_the_positive_words() {
+        let strict = parse("timeouts AND \"parse config\" NOT secret").unwrap();
+        let loose = relaxed(&strict).unwrap();
+        assert_eq!(loose.fts, "\"confi\"* OR \"pars\"* OR \"timeou\"*");
+        assert!(
+            relaxed(&parse("an ox").unwrap()).is_none(),
+            "words under 3 characters"
+        );
+        // Already as loose as it gets: no second try.
+        assert!(relaxed(&parse("ab*").unwrap()).is_none());
+        assert!(relaxed(&parse("abc*").unwrap()).is_none());
     }
 }
