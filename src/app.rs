@@ -172,6 +172,7 @@ impl App {
                 max_json_bytes: config.max_json_bytes,
             }),
             search,
+            jq: Arc::new(jq_limits(config)),
         };
         warm_up
             .await
@@ -351,5 +352,24 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},
+    }
+}
+
+/// The bounds of jq queries: the worker is this program unless configured.
+fn jq_limits(config: &Config) -> crate::domain::jq_query::JqLimits {
+    crate::domain::jq_query::JqLimits {
+        max_input_bytes: config.query_max_bytes,
+        max_output_bytes: usize::try_from(config.max_slice_bytes).unwrap_or(usize::MAX),
+        max_results: 1000,
+        timeout: std::time::Duration::from_millis(config.query_timeout_ms.max(1)),
+        memory_bytes: config.query_memory_bytes,
+        worker: config
+            .jq_worker
+            .clone()
+            .or_else(|| std::env::current_exe().ok())
+            .unwrap_or_else(|| "cairn".into()),
+        workers: Arc::new(tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
+        )),
     }
 }

@@ -29,6 +29,9 @@ pub enum Command {
     Serve(Box<Config>),
     /// Print the OpenAPI document (as committed in openapi/openapi.json).
     Openapi,
+    /// Evaluate a jq program over stdin under rlimits (the server runs it).
+    #[command(hide = true)]
+    JqWorker(crate::jq::WorkerArgs),
     /// Client subcommands (put, fetch, list, ...) against a running server.
     #[command(flatten)]
     Client(Box<crate::cli::ClientCommand>),
@@ -85,6 +88,19 @@ pub struct Config {
     /// 0.1 s of scanning here): grep over a huge memory is paged.
     #[arg(long, env = "CAIRN_GREP_SCAN_BYTES", default_value_t = 64 << 20)]
     pub grep_scan_bytes: u64,
+    /// Largest memory a jq query reads (it is parsed whole): larger ones are
+    /// a 422 that points to grep and slices.
+    #[arg(long, env = "CAIRN_QUERY_MAX_BYTES", default_value_t = 64 << 20)]
+    pub query_max_bytes: u64,
+    /// Wall-clock time one jq query may run before its worker is killed.
+    #[arg(long, env = "CAIRN_QUERY_TIMEOUT_MS", default_value_t = 5000)]
+    pub query_timeout_ms: u64,
+    /// Address space of one jq worker process.
+    #[arg(long, env = "CAIRN_QUERY_MEMORY_BYTES", default_value_t = 2 << 30)]
+    pub query_memory_bytes: u64,
+    /// The binary run as the jq worker (default: this program).
+    #[arg(long, env = "CAIRN_JQ_WORKER", hide = true)]
+    pub jq_worker: Option<PathBuf>,
     /// Largest accepted upload in bytes (default: no limit but the disk).
     #[arg(long, env = "CAIRN_MAX_UPLOAD_BYTES")]
     pub max_upload_bytes: Option<u64>,

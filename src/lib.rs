@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod jq;
 pub mod llm;
 pub mod metrics;
 pub mod storage;

@@ -8,6 +8,7 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Openapi) => print_openapi(),
+        Some(Command::JqWorker(args)) => return cairn::jq::worker(&args),
         Some(Command::Client(command)) => return cairn::cli::run(*command).await,
         Some(Command::Serve(config)) => serve(*config).await,
         None => serve(cli.serve).await,

@@ -449,3 +449,43 @@ fn fetch_max_tokens_pages_through_a_memory_within_the_budget() {
         .collect();
     assert_eq!(String::from_utf8_lossy(&from.stdout), lines[4..6].concat());
 }
+
+#[test]
+fn query_prints_what_jq_prints() {
+    let server = start();
+    let url = &server.url;
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/summaries/json-api-response.txt"
+    );
+    let content = std::fs::read(fixture).unwrap();
+    let id = json(&cli(url, &["put", "--stdin", "--json"], Some(&content)))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for program in [
+        ".",
+        ".data[] | select(.status == \"failed\")",
+        ".data | map({name, status})",
+    ] {
+        let ours = cli(url, &["query", &id, program], None);
+        assert!(
+            ours.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        let Ok(jq) = Command::new("jq").args(["-c", program, fixture]).output() else {
+            eprintln!("jq is not installed: output not compared");
+            return;
+        };
+        assert!(jq.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&jq.stdout),
+            "cairn query {program}"
+        );
+    }
+    let bad = cli(url, &["query", &id, ".data | map("], None);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid_field"));
+}

@@ -33,6 +33,7 @@ async fn start_server() -> Server {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::with_data_dir(dir.path());
     config.api_keys = Some(format!("{ALPHA}:alpha,{BETA}:beta"));
+    config.jq_worker = Some(env!("CARGO_BIN_EXE_cairn").into());
     let app = App::build(&config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();

@@ -11,6 +11,7 @@ mod admin;
 mod archive;
 mod grep;
 mod put;
+mod query;
 mod read;
 
 /// Where the server is and how to talk to it (every client subcommand takes these).
@@ -36,6 +37,8 @@ pub enum ClientCommand {
     Fetch(read::FetchArgs),
     /// The lines of a memory that match a pattern, like `grep -n`.
     Grep(grep::GrepArgs),
+    /// A jq program over a JSON memory; prints its outputs like `jq -c`.
+    Query(query::QueryArgs),
     /// List memories, newest first.
     List(read::ListArgs),
     /// Full-text search.
@@ -125,6 +128,7 @@ pub async fn run(command: ClientCommand) -> std::process::ExitCode {
     let result = match command {
         ClientCommand::Put(a) => put::run(a).await,
         ClientCommand::Fetch(a) => read::fetch(a).await,
+        ClientCommand::Query(a) => query::query(a).await,
         ClientCommand::Grep(a) => grep::grep(a).await,
         ClientCommand::List(a) => read::list(a).await,
         ClientCommand::Search(a) => read::search(a).await,

@@ -92,6 +92,15 @@ pub enum DomainError {
     /// A search query that cannot be translated (the reason for the client).
     #[error("invalid search query: {0}")]
     InvalidQuery(String),
+    /// The request is well formed but the content cannot take it (jq on
+    /// text that is not JSON, a program that hits its limits).
+    #[error("{message}")]
+    Unprocessable {
+        /// The error code for the client (`not_json`, `jq_error`, `query_limit`, ...).
+        code: &'static str,
+        /// A sentence for the client.
+        message: String,
+    },
     /// A storage backend failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

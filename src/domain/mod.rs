@@ -13,6 +13,7 @@ pub mod grep;
 pub mod grep_across;
 pub mod ids;
 pub mod ingest;
+pub mod jq_query;
 pub mod ledger;
 pub mod memories;
 pub mod portable;

@@ -244,6 +244,9 @@ impl From<DomainError> for AppError {
             DomainError::InvalidQuery(_) => {
                 Self::new(StatusCode::BAD_REQUEST, "invalid_query", message).with("field", "q")
             }
+            DomainError::Unprocessable { code, .. } => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+            }
             DomainError::Storage(e) => e.into(),
             DomainError::Internal(cause) => Self::internal(&cause),
         }

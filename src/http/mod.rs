@@ -41,6 +41,7 @@ pub mod openapi;
 mod panic;
 mod portable;
 pub mod proxy;
+mod query;
 mod refs;
 mod search;
 mod slices;
@@ -83,6 +84,8 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The LLM proxy's upstreams and settings.
     pub proxy: Arc<proxy::Proxy>,
+    /// Bounds of jq queries.
+    pub jq: Arc<crate::domain::jq_query::JqLimits>,
     /// The shared hot cache, when configured (for `/readyz`).
     pub cache: Option<Arc<crate::storage::cache::redis::RedisCache>>,
 }
@@ -101,6 +104,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(slices::fetch))
         .routes(routes!(grep::grep))
         .routes(routes!(grep::across))
+        .routes(routes!(query::query))
         .routes(routes!(usage::post))
         .routes(routes!(stats::get))
         .routes(routes!(tokens::count))

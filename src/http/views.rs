@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use crate::domain::grep::{GrepMatch, GrepResult};
 use crate::domain::grep_across::AcrossResult;
 use crate::domain::ids::MemoryId;
+use crate::domain::jq_query::JqResult;
 use crate::domain::slicing::{Slice, SliceLimits, byte_uri, line_uri};
 use crate::storage::meta::MemoryRecord;
 
@@ -373,6 +374,32 @@ impl AcrossGrepView {
             scanned_bytes: answer.scanned_bytes,
             truncated: answer.next.is_some(),
             next_cursor: answer.next.map(|cursor| cursor.encode()),
+        }
+    }
+}
+
+/// What a jq program output.
+#[derive(Serialize, ToSchema)]
+pub struct QueryView {
+    /// The memory.
+    pub id: String,
+    /// Every value the program output, in order (objects keep their key order).
+    #[schema(value_type = Vec<Object>)]
+    pub results: Vec<Box<serde_json::value::RawValue>>,
+    /// True when the output caps (1,000 values, `max_slice_bytes` of JSON) stopped the program.
+    pub truncated: bool,
+    /// JSON values read from the content (1 for a document, one per line for JSON lines).
+    pub inputs: u64,
+}
+
+impl QueryView {
+    /// The view of a query's result on memory `id`.
+    pub fn new(id: &MemoryId, result: JqResult) -> Self {
+        Self {
+            id: id.to_string(),
+            results: result.results,
+            truncated: result.truncated,
+            inputs: result.inputs,
         }
     }
 }

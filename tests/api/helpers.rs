@@ -72,6 +72,8 @@ pub async fn spawn_app_with(tune: impl FnOnce(&mut Config)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::with_data_dir(dir.path());
     backends.apply(&mut config);
+    // jq runs in a worker process: this test binary is not `cairn`.
+    config.jq_worker = Some(env!("CARGO_BIN_EXE_cairn").into());
     tune(&mut config);
     let app = App::build(&config).await.unwrap();
     TestApp {

@@ -25,6 +25,7 @@ mod memories;
 mod metrics;
 mod openapi;
 mod portable;
+mod query;
 mod redact;
 mod safety;
 mod search;

@@ -71,6 +71,7 @@ async fn the_document_lists_every_endpoint() {
         ("/v1/fetch", &["get"]),
         ("/v1/memories/{id}/grep", &["get"]),
         ("/v1/grep", &["get"]),
+        ("/v1/memories/{id}/query", &["get"]),
         ("/healthz", &["get"]),
         ("/readyz", &["get"]),
     ] {
@@ -188,6 +189,12 @@ async fn live_answers_fit_the_schemas_their_operations_document() {
             "200",
             app.get(&format!("/v1/memories/{id}/grep?pattern=gam&context=1"))
                 .await,
+        ),
+        (
+            "/v1/memories/{id}/query",
+            "get",
+            "422",
+            app.get(&format!("/v1/memories/{id}/query?jq=length")).await,
         ),
         (
             "/v1/grep",

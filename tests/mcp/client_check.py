@@ -42,7 +42,7 @@ async def main(url, key):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             tools = sorted(t.name for t in (await session.list_tools()).tools)
-            expected = ["memory_fetch", "memory_grep", "memory_put", "memory_search", "memory_stats"]
+            expected = ["memory_fetch", "memory_grep", "memory_put", "memory_query", "memory_search", "memory_stats"]
             assert tools == expected, f"tools: {tools}"
 
             put = await session.call_tool(
@@ -106,6 +106,18 @@ async def main(url, key):
             assert hits and hits[0]["id"] == memory_id, f"search: {hits}"
             hit_lines = [h["line"] for h in hits[0]["hits"]]
             assert 350 in hit_lines, hits[0]
+
+            doc = payload(await session.call_tool(
+                "memory_put",
+                {"content": json.dumps({"jobs": [{"id": 1, "ok": True}, {"id": 2, "ok": False, "error": "disk full"}]})},
+            ))
+            queried = await session.call_tool(
+                "memory_query", {"uri": doc["uri"], "jq": ".jobs[] | select(.ok | not) | {id, error}"}
+            )
+            assert not is_error(queried), f"query failed: {queried}"
+            assert payload(queried)["results"] == [{"id": 2, "error": "disk full"}], queried
+            not_json = await session.call_tool("memory_query", {"memory_id": memory_id, "jq": "."})
+            assert is_error(not_json), "jq on text must be a tool error"
 
             stats = payload(await session.call_tool("memory_stats", {}))
     print(

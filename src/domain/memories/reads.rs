@@ -5,6 +5,7 @@ use super::Memories;
 use crate::domain::DomainError;
 use crate::domain::grep::{self, GrepQuery, GrepResult};
 use crate::domain::ids::{IdRef, MemoryId};
+use crate::domain::jq_query::{self, JqLimits, JqResult};
 use crate::domain::slicing::{self, Slice};
 use crate::domain::token_slice::{self, Start, TokenBudget};
 use crate::domain::uri::{MemUri, Selector};
@@ -107,5 +108,19 @@ impl Memories {
         let slice = token_slice::within(&mut reader, &id, start, end, budget, &self.limits).await?;
         self.metrics.slice("tokens", &record.fields.kind);
         Ok(slice)
+    }
+
+    /// Runs a jq program on a memory's JSON (see [`jq_query::query`]).
+    pub async fn query(
+        &self,
+        namespace: &str,
+        id: &IdRef,
+        program: &str,
+        limits: &JqLimits,
+    ) -> Result<(MemoryId, JqResult), DomainError> {
+        let (record, reader) = self.open(namespace, id).await?;
+        let result = jq_query::query(reader, program, limits).await?;
+        self.metrics.slice("query", &record.fields.kind);
+        Ok((MemoryId::from_stored(record.id), result))
     }
 }

@@ -98,6 +98,18 @@ pub struct GrepArgs {
     pub after: u64,
 }
 
+/// Arguments of `memory_query`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryArgs {
+    /// The memory's id (64 hex characters, or a unique prefix of at least 12).
+    pub memory_id: Option<String>,
+    /// Or its `mem://<id>` pointer.
+    pub uri: Option<String>,
+    /// A jq program, e.g. `.items[] | select(.status == "failed") | {id, error}`.
+    pub jq: String,
+}
+
 /// Arguments of `memory_stats` (none).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

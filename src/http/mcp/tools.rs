@@ -12,7 +12,7 @@ use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConf
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use serde::Serialize;
 
-use super::params::{FetchArgs, GrepArgs, PutArgs, SearchArgs, StatsArgs};
+use super::params::{FetchArgs, GrepArgs, PutArgs, QueryArgs, SearchArgs, StatsArgs};
 use crate::domain::fields::FieldsInput;
 use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
 use crate::domain::ids::IdRef;
@@ -20,7 +20,7 @@ use crate::domain::uri::{MemUri, Selector};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
-use crate::http::views::{GrepView, MemoryView, PutView, RedactedView, SliceView};
+use crate::http::views::{GrepView, MemoryView, PutView, QueryView, RedactedView, SliceView};
 use crate::http::{search, stats};
 
 /// What the server tells a model about itself at `initialize`.
@@ -29,8 +29,8 @@ Put a big output with memory_put and keep only the returned summary and `uri` (a
 When you need part of it again, call memory_fetch with that uri and a line range; each call returns \
 at most 2,000 lines or 64 KiB (or, with max_tokens, what fits that many tokens), and `next` is the \
 pointer to the following range. Use memory_grep \
-for the lines of one memory that match a pattern (like `grep -n`), and memory_search to find which \
-memories hold a term.";
+for the lines of one memory that match a pattern (like `grep -n`), memory_query to run a jq program \
+on a JSON memory, and memory_search to find which memories hold a term.";
 
 /// The tool set of one MCP request (stateless: built per request).
 #[derive(Clone)]
@@ -123,6 +123,25 @@ memory_search to find which memory holds a term, and memory_fetch to read a rang
     ) -> Result<CallToolResult, ErrorData> {
         let caller = caller(&parts)?;
         Ok(answer(grep(&self.state, &caller, args).await))
+    }
+
+    /// A jq program over one memory's JSON.
+    #[tool(
+        name = "memory_query",
+        description = "Run a jq program on one stored memory that holds JSON (a document, or JSON lines: \
+each value is an input, as for jq): give `memory_id` or `uri` and `jq`, e.g. \
+`.items[] | select(.status == \"failed\") | {id, error}` or `select(.level == \"error\") | .msg`. \
+Answers `results` (every output value, in order) and `truncated` when the output caps (1,000 values, \
+64 KiB) stopped it. Use it instead of memory_fetch when a memory is JSON and you need some fields of \
+it; use memory_grep for text."
+    )]
+    async fn memory_query(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<QueryArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = caller(&parts)?;
+        Ok(answer(query(&self.state, &caller, args).await))
     }
 
     /// The caller's namespace totals.
@@ -259,6 +278,24 @@ async fn grep(state: &AppState, caller: &Caller, args: GrepArgs) -> Result<GrepV
     };
     let (id, result) = state.memories.grep(&caller.namespace, &id, &query).await?;
     Ok(GrepView::new(&id, result))
+}
+
+/// `memory_query`: a jq program over one memory, by id or pointer.
+async fn query(state: &AppState, caller: &Caller, args: QueryArgs) -> Result<QueryView, AppError> {
+    let id = match (args.memory_id, args.uri) {
+        (Some(id), None) => IdRef::parse(&id)?,
+        (None, Some(uri)) => MemUri::parse(&uri)?.id,
+        _ => {
+            return Err(AppError::bad_request(
+                "give memory_id or uri (a mem:// pointer) of the memory to query, not both",
+            ));
+        }
+    };
+    let (id, result) = state
+        .memories
+        .query(&caller.namespace, &id, &args.jq, &state.jq)
+        .await?;
+    Ok(QueryView::new(&id, result))
 }
 
 /// `memory_search`: full-text search in the caller's namespace (also the LLM proxy's tool).
