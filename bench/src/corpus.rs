@@ -39,9 +39,32 @@ pub fn default_roots() -> Vec<PathBuf> {
 /// path, in sorted path order; files that cannot be read or are not UTF-8 are
 /// left out. Files are read one at a time, as the iterator is consumed.
 pub fn texts(roots: &[PathBuf]) -> impl Iterator<Item = (PathBuf, String)> {
+    texts_named(roots, is_text_name)
+}
+
+/// Like [`texts`], with also the web pages and the C, Python and JavaScript
+/// sources (`.html`, `.c`, `.h`, `.py`, `.js`): the search measure needs
+/// about a gigabyte of distinct text, more than prose and Rust give.
+pub fn search_texts(roots: &[PathBuf]) -> impl Iterator<Item = (PathBuf, String)> {
+    texts_named(roots, |path| {
+        is_text_name(path)
+            || path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|ext| SEARCH_EXTENSIONS.contains(&ext))
+    })
+}
+
+/// The extensions [`search_texts`] takes beyond those of [`texts`].
+pub const SEARCH_EXTENSIONS: [&str; 5] = ["html", "c", "h", "py", "js"];
+
+fn texts_named(
+    roots: &[PathBuf],
+    accept: fn(&Path) -> bool,
+) -> impl Iterator<Item = (PathBuf, String)> {
     let mut paths = Vec::new();
     for root in roots {
-        walk(root, &mut paths);
+        walk(root, accept, &mut paths);
     }
     paths.sort();
     paths.into_iter().filter_map(|path| {
@@ -82,7 +105,7 @@ pub fn read(roots: &[PathBuf], target: u64) -> anyhow::Result<Corpus> {
     })
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+fn walk(dir: &Path, accept: fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -92,9 +115,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         };
         let path = entry.path();
         if kind.is_dir() {
-            walk(&path, out);
+            walk(&path, accept, out);
         } else if kind.is_file()
-            && is_text_name(&path)
+            && accept(&path)
             && entry.metadata().is_ok_and(|m| m.len() <= MAX_FILE_BYTES)
         {
             out.push(path);

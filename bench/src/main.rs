@@ -113,6 +113,14 @@ pub struct Cli {
     /// Concurrent put clients of the search measure.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub search_clients: u16,
+    /// Folders whose text files the search measure cuts into memories, comma
+    /// separated [default: the cargo registry's sources and /usr/share/doc].
+    #[arg(long, value_delimiter = ',')]
+    pub search_roots: Vec<PathBuf>,
+    /// Puts per second going on while the searches are measured a second
+    /// time (0: measure idle only).
+    #[arg(long, default_value_t = 500)]
+    pub search_put_rate: u32,
     /// Run only this measure (the others are skipped). Tokens, compress and
     /// search replace their own section of the report file; the others rewrite it.
     #[arg(long, value_enum)]

@@ -221,13 +221,17 @@ async fn search_phase(cli: &Cli, scale: &Scale, api: &Api, pid: u32, report: &mu
         warmup: cli.search_warmup,
         searches: scale.searches,
         seed: cli.seed,
+        put_rate: cli.search_put_rate,
+    };
+    let roots = if cli.search_roots.is_empty() {
+        corpus::default_roots()
+    } else {
+        cli.search_roots.clone()
     };
     let measured = async {
         eprintln!("search: cutting {} pieces of real text…", load.memories);
-        let pieces = tokio::task::spawn_blocking(move || {
-            search::pieces(&corpus::default_roots(), load.memories)
-        })
-        .await??;
+        let pieces =
+            tokio::task::spawn_blocking(move || search::pieces(&roots, load.memories)).await??;
         search::run(api, pid, pieces, load).await
     }
     .await;

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -110,6 +110,8 @@ pub struct SearchLoad {
     pub searches: usize,
     /// Seed of the query choice.
     pub seed: u64,
+    /// Puts per second while the searches are measured a second time (0: not).
+    pub put_rate: u32,
 }
 
 /// The memories to store: pieces of real text files, all distinct.
@@ -133,6 +135,8 @@ pub struct Sample {
     pub latency: Duration,
     /// Results answered (0 for a failed request).
     pub results: usize,
+    /// Asked while puts went on.
+    pub loaded: bool,
 }
 
 /// What the search measure found.
@@ -193,6 +197,23 @@ pub struct Search {
     pub error_samples: Vec<String>,
     /// A few queries of each kind, in the order of [`QueryKind::ALL`].
     pub examples: Vec<(QueryKind, Vec<String>)>,
+    /// The puts that went on during the second round of searches.
+    pub background: Option<Background>,
+}
+
+/// The puts going on while the searches were measured a second time.
+#[derive(Debug, Default)]
+pub struct Background {
+    /// Rate asked, per second.
+    pub rate: u32,
+    /// Puts answered 201.
+    pub done: u64,
+    /// Puts not answered 201.
+    pub errors: u64,
+    /// From the first put to the last answer.
+    pub elapsed: Duration,
+    /// Latency of each 201 put.
+    pub latencies: Vec<Duration>,
 }
 
 impl Search {
@@ -210,7 +231,7 @@ pub fn pieces(roots: &[PathBuf], count: usize) -> anyhow::Result<Pieces> {
     let mut seen = HashSet::new();
     let mut all: Vec<(usize, String)> = Vec::new();
     let mut files = 0;
-    for (_, text) in corpus::texts(roots) {
+    for (_, text) in corpus::search_texts(roots) {
         let before = all.len();
         for piece in cut(&text) {
             if seen.insert(Sha256::digest(piece.as_bytes())) {
@@ -452,8 +473,97 @@ pub async fn run(api: &Api, pid: u32, pieces: Pieces, load: SearchLoad) -> anyho
         "search: {} warm-up + {} measured searches…",
         load.warmup, load.searches
     );
-    search_all(api, &queries, load.warmup, &mut result).await?;
+    search_all(api, &queries, load.warmup, None, &mut result).await?;
+    if load.put_rate > 0 {
+        eprintln!(
+            "search: the same searches again while {} puts/s go on…",
+            load.put_rate
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let putting = tokio::spawn(paced_puts(
+            api.clone(),
+            texts.clone(),
+            load.put_rate,
+            stop.clone(),
+        ));
+        // Let the puts (and the indexer behind them) get going first.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let deadline = Instant::now() + LOADED_FOR;
+        let searched = search_all(api, &queries, load.warmup, Some(deadline), &mut result).await;
+        stop.store(true, Ordering::Relaxed);
+        let (background, errors) = putting.await.context("the paced puts panicked")?;
+        for error in errors {
+            result.error(error);
+        }
+        result.background = Some(background);
+        searched?;
+    }
     Ok(result)
+}
+
+/// Longest the searches under puts go on: the puts grow the namespace
+/// (500/s for 30 s is 15% more memories over 100,000).
+pub const LOADED_FOR: Duration = Duration::from_secs(30);
+
+/// Most paced puts in flight at once.
+const PACED_IN_FLIGHT: usize = 64;
+
+/// Puts one memory every `1/rate` s until `stop`: the stored texts again,
+/// each behind a first line of its own, so that every put is new content the
+/// indexer must index.
+async fn paced_puts(
+    api: Api,
+    texts: Arc<Vec<String>>,
+    rate: u32,
+    stop: Arc<AtomicBool>,
+) -> (Background, Vec<String>) {
+    let mut ticks = tokio::time::interval(Duration::from_secs(1) / rate.max(1));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let slots = Arc::new(tokio::sync::Semaphore::new(PACED_IN_FLIGHT));
+    let mut tasks = tokio::task::JoinSet::new();
+    let started = Instant::now();
+    let mut i = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        ticks.tick().await;
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            break;
+        };
+        let body = format!("search load put {i}\n{}", texts[i % texts.len()]);
+        let api = api.clone();
+        tasks.spawn(async move {
+            let asked = Instant::now();
+            let answer = api.put_raw(reqwest::Body::from(body), "text/plain").await;
+            drop(slot);
+            answer
+                .map(|_| asked.elapsed())
+                .map_err(|e| format!("load put {i}: {e:#}"))
+        });
+        i += 1;
+    }
+    let mut background = Background {
+        rate,
+        ..Background::default()
+    };
+    let mut errors = Vec::new();
+    while let Some(outcome) = tasks.join_next().await {
+        match outcome {
+            Ok(Ok(latency)) => {
+                background.done += 1;
+                background.latencies.push(latency);
+            }
+            Ok(Err(problem)) => {
+                background.errors += 1;
+                errors.push(problem);
+            }
+            Err(e) => {
+                background.errors += 1;
+                errors.push(format!("a load put panicked: {e}"));
+            }
+        }
+    }
+    background.elapsed = started.elapsed();
+    errors.truncate(KEPT_ERRORS);
+    (background, errors)
 }
 
 /// What one put client did.
@@ -590,14 +700,19 @@ async fn search_all(
     api: &Api,
     queries: &[(QueryKind, String)],
     warmup: usize,
+    deadline: Option<Instant>,
     result: &mut Search,
 ) -> anyhow::Result<()> {
+    let loaded = deadline.is_some();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1)
         .build()
         .context("cannot build the HTTP client")?;
     let limit = LIMIT.to_string();
     for (round, (kind, query)) in queries.iter().enumerate() {
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            break;
+        }
         let url = reqwest::Url::parse_with_params(
             &api.url("/v1/search"),
             [("q", query.as_str()), ("limit", limit.as_str())],
@@ -635,6 +750,7 @@ async fn search_all(
             kind: *kind,
             latency,
             results,
+            loaded,
         });
     }
     Ok(())
