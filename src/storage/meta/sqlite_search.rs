@@ -65,43 +65,250 @@ pub(super) async fn lag(pool: &SqlitePool) -> Result<IndexLag, StorageError> {
     })
 }
 
+/// Frames the first pass ranks, at least: the best of all matching frames.
+const FIRST_PASS_FRAMES: u32 = 200;
+/// …and at least this many per result asked.
+const FIRST_PASS_PER_RESULT: u32 = 20;
+
+/// A memory chosen by the ranking, before its fields are read.
+struct Ranked {
+    hash: String,
+    score: f64,
+    /// Its matching frames, best first (in the first pass: those among the
+    /// best frames; [`complete_frames`] adds the others).
+    frames: Vec<u32>,
+}
+
 /// Memories whose frames match `expression` (an FTS5 expression), best BM25 first.
+///
+/// BM25 costs about a microsecond per matching frame, so the work is kept
+/// to what the answer needs: a first pass asks FTS5 for the best
+/// [`FIRST_PASS_FRAMES`] frames of the whole index and keeps the caller's
+/// memories among them. When that yields `limit` memories, they are the
+/// best (no memory outside the pass can beat a frame inside it); when it
+/// does not (most belong to other namespaces or fail the filters) or the
+/// cut fell inside a tie, every match is ranked as one query does. The
+/// memories' fields are read for the answer's rows only.
 pub(super) async fn search(
     pool: &SqlitePool,
     expression: &str,
     filter: &ListQuery,
 ) -> Result<Vec<SearchRow>, StorageError> {
+    let limit = filter.limit.max(1);
+    let pass = FIRST_PASS_FRAMES.max(limit.saturating_mul(FIRST_PASS_PER_RESULT));
+    let best = best_frames(pool, expression, pass).await?;
+    let mut ranked = None;
+    if let Some(last) = best.last() {
+        let hashes: Vec<&str> = distinct_hashes(&best);
+        let allowed = allowed(pool, &hashes, filter).await?;
+        let chosen = group(&best, |hash| allowed.contains(hash), limit);
+        let exhaustive = best.len() < pass as usize;
+        let cut_in_tie =
+            chosen.len() == limit as usize && chosen.last().is_some_and(|r| r.score >= last.2);
+        if exhaustive || (chosen.len() == limit as usize && !cut_in_tie) {
+            let mut chosen = chosen;
+            if !exhaustive {
+                complete_frames(pool, expression, &mut chosen).await?;
+            }
+            ranked = Some(chosen);
+        }
+    } else {
+        return Ok(Vec::new());
+    }
+    let ranked = match ranked {
+        Some(ranked) => ranked,
+        None => rank_all(pool, expression, filter).await?,
+    };
+    records(pool, ranked, filter).await
+}
+
+/// The best `count` matching frames of the whole index: hash, frame, score.
+async fn best_frames(
+    pool: &SqlitePool,
+    expression: &str,
+    count: u32,
+) -> Result<Vec<(String, u32, f64)>, StorageError> {
+    let rows = sqlx::query(
+        "SELECT f.hash, f.idx, h.score FROM \
+         (SELECT rowid, rank AS score FROM search_fts WHERE search_fts MATCH ?1 \
+          ORDER BY rank LIMIT ?2) h \
+         CROSS JOIN search_frames f ON f.rowid = h.rowid ORDER BY h.score, f.hash, f.idx",
+    )
+    .bind(expression)
+    .bind(i64::from(count))
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, to_u32(r.try_get(1)?), r.try_get(2)?)))
+        .collect()
+}
+
+fn distinct_hashes(frames: &[(String, u32, f64)]) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::new();
+    frames
+        .iter()
+        .map(|(hash, _, _)| hash.as_str())
+        .filter(|hash| seen.insert(*hash))
+        .collect()
+}
+
+/// Which of `hashes` are memories of the caller passing the filters.
+async fn allowed(
+    pool: &SqlitePool,
+    hashes: &[&str],
+    filter: &ListQuery,
+) -> Result<std::collections::HashSet<String>, StorageError> {
+    let ids = serde_json::to_string(hashes)
+        .map_err(|e| StorageError::Database(format!("cannot list candidate ids: {e}")))?;
+    let mut sql: QueryBuilder<Sqlite> =
+        QueryBuilder::new("SELECT m.id FROM memories m WHERE m.namespace = ");
+    sql.push_bind(filter.namespace.clone())
+        .push(" AND m.id IN (SELECT value FROM json_each(")
+        .push_bind(ids)
+        .push("))");
+    push_filters(&mut sql, filter);
+    let rows = sql.build().fetch_all(pool).await?;
+    rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
+}
+
+/// Frames grouped by memory, best memory first (by its best frame, then
+/// id), only the memories `keep` accepts, at most `limit`.
+fn group(frames: &[(String, u32, f64)], keep: impl Fn(&str) -> bool, limit: u32) -> Vec<Ranked> {
+    let mut out: Vec<Ranked> = Vec::new();
+    for (hash, idx, score) in frames {
+        if !keep(hash) {
+            continue;
+        }
+        match out.iter_mut().find(|r| &r.hash == hash) {
+            Some(ranked) => ranked.frames.push(*idx),
+            None => out.push(Ranked {
+                hash: hash.clone(),
+                score: *score,
+                frames: vec![*idx],
+            }),
+        }
+    }
+    // Frames come best first, ties by hash: the memories are in answer order.
+    out.truncate(limit as usize);
+    out
+}
+
+/// Adds to each memory its matching frames outside the first pass (after
+/// those inside it, in frame order): only objects of several frames have any.
+async fn complete_frames(
+    pool: &SqlitePool,
+    expression: &str,
+    ranked: &mut [Ranked],
+) -> Result<(), StorageError> {
+    for memory in ranked {
+        let (low, high, count): (Option<i64>, Option<i64>, i64) = sqlx::query_as(
+            "SELECT MIN(rowid), MAX(rowid), COUNT(*) FROM search_frames WHERE hash = ?",
+        )
+        .bind(&memory.hash)
+        .fetch_one(pool)
+        .await?;
+        let (Some(low), Some(high)) = (low, high) else {
+            continue;
+        };
+        if count <= memory.frames.len() as i64 {
+            continue;
+        }
+        // No BM25 here: its statistics would cost a scan of every match again.
+        let more: Vec<i64> = sqlx::query_scalar(
+            "SELECT f.idx FROM search_fts s CROSS JOIN search_frames f ON f.rowid = s.rowid \
+             WHERE search_fts MATCH ?1 AND s.rowid >= ?2 AND s.rowid <= ?3 AND f.hash = ?4 \
+             ORDER BY f.idx",
+        )
+        .bind(expression)
+        .bind(low)
+        .bind(high)
+        .bind(&memory.hash)
+        .fetch_all(pool)
+        .await?;
+        for idx in more.into_iter().map(to_u32) {
+            if !memory.frames.contains(&idx) {
+                memory.frames.push(idx);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every match ranked, in one query: the caller's best `limit` memories.
+async fn rank_all(
+    pool: &SqlitePool,
+    expression: &str,
+    filter: &ListQuery,
+) -> Result<Vec<Ranked>, StorageError> {
     let mut sql: QueryBuilder<Sqlite> = QueryBuilder::new(
         // Materialized, so that bm25() runs in the plain FTS query it needs.
         "WITH hits AS MATERIALIZED (SELECT rowid, bm25(search_fts) AS score \
          FROM search_fts WHERE search_fts MATCH ",
     );
     sql.push_bind(expression.to_owned()).push(
-        "), best AS (SELECT f.hash AS hash, MIN(h.score) AS score, \
+        "), best AS MATERIALIZED (SELECT f.hash AS hash, MIN(h.score) AS score, \
          group_concat(f.idx, ',' ORDER BY h.score, f.idx) AS frames \
-         FROM hits h JOIN search_frames f ON f.rowid = h.rowid GROUP BY f.hash) ",
+         FROM hits h JOIN search_frames f ON f.rowid = h.rowid GROUP BY f.hash) \
+         SELECT b.hash, b.score, b.frames FROM best b \
+         CROSS JOIN memories m ON m.id = b.hash WHERE m.namespace = ",
     );
-    sql.push(MEMORY_SELECT.replacen(
-        "SELECT ",
-        "SELECT b.score AS score, b.frames AS frames, ",
-        1,
-    ));
-    sql.push(" JOIN best b ON b.hash = m.id WHERE m.namespace = ")
-        .push_bind(filter.namespace.clone());
+    sql.push_bind(filter.namespace.clone());
     push_filters(&mut sql, filter);
-    sql.push(" ORDER BY b.score, m.id LIMIT ")
-        .push_bind(i64::from(filter.limit));
+    sql.push(" ORDER BY b.score, b.hash LIMIT ")
+        .push_bind(i64::from(filter.limit.max(1)));
     let rows = sql.build().fetch_all(pool).await?;
     rows.iter()
         .map(|row| {
-            let frames: String = row.try_get("frames")?;
-            Ok(SearchRow {
-                record: memory_from_row(row)?,
-                score: row.try_get("score")?,
+            let frames: String = row.try_get(2)?;
+            Ok(Ranked {
+                hash: row.try_get(0)?,
+                score: row.try_get(1)?,
                 frames: frames.split(',').filter_map(|i| i.parse().ok()).collect(),
             })
         })
         .collect()
+}
+
+/// The answer rows: the ranked memories' fields, in rank order (one that
+/// went in between is left out).
+async fn records(
+    pool: &SqlitePool,
+    ranked: Vec<Ranked>,
+    filter: &ListQuery,
+) -> Result<Vec<SearchRow>, StorageError> {
+    if ranked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let hashes: Vec<&str> = ranked.iter().map(|r| r.hash.as_str()).collect();
+    let ids = serde_json::to_string(&hashes)
+        .map_err(|e| StorageError::Database(format!("cannot list result ids: {e}")))?;
+    let sql = format!(
+        "{MEMORY_SELECT} WHERE m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(&filter.namespace)
+        .bind(ids)
+        .fetch_all(pool)
+        .await?;
+    let mut found = std::collections::HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let record = memory_from_row(row)?;
+        found.insert(record.id.clone(), record);
+    }
+    Ok(ranked
+        .into_iter()
+        .filter_map(|r| {
+            found.remove(&r.hash).map(|record| SearchRow {
+                record,
+                score: r.score,
+                frames: r.frames,
+            })
+        })
+        .collect())
+}
+
+fn to_u32(value: i64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
 }
 
 /// The field filters of a listing, on memories `m`.
@@ -186,6 +393,134 @@ mod tests {
         let rows = store.search("\"zebra\"", &filter).await.unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].frames, [0]);
+        store.close().await;
+    }
+
+    /// A store with objects `texts[i]` (hash `format!("{i:064x}")`-like ids
+    /// given by `hash`), each a memory of `namespace`, indexed frame by frame.
+    async fn store_with(
+        objects: &[(String, &str, Vec<String>)],
+    ) -> (tempfile::TempDir, SqliteMetaStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("meta.db").display());
+        let store = SqliteMetaStore::open(&url).await.unwrap();
+        for (hash, namespace, frames) in objects {
+            let object = super::super::ObjectRecord {
+                hash: hash.clone(),
+                bytes: 1,
+                lines: 1,
+                stored_bytes: 1,
+                layout: super::super::Layout::Raw,
+                data: Some(b"x".to_vec()),
+                frames: Vec::new(),
+            };
+            store
+                .put(super::super::NewMemory {
+                    namespace: (*namespace).into(),
+                    fields: super::super::MemoryFields::default(),
+                    tokens: 1,
+                    token_method: "x".into(),
+                    summary: "s".into(),
+                    now: 1,
+                    object,
+                })
+                .await
+                .unwrap();
+            let frames = frames
+                .iter()
+                .enumerate()
+                .map(|(idx, text)| super::super::IndexedFrame {
+                    idx: idx as u32,
+                    text: text.clone(),
+                })
+                .collect();
+            store
+                .index_frames(FrameBatch {
+                    hash: hash.clone(),
+                    frames,
+                    done: true,
+                })
+                .await
+                .unwrap();
+        }
+        (dir, store)
+    }
+
+    fn filter(namespace: &str, limit: u32) -> ListQuery {
+        ListQuery {
+            namespace: namespace.into(),
+            limit,
+            ..ListQuery::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_namespace_crowded_out_of_the_first_pass_still_gets_its_matches() {
+        // More strong matches elsewhere than the first pass ranks.
+        let mut objects: Vec<(String, &str, Vec<String>)> = (0..FIRST_PASS_FRAMES + 20)
+            .map(|i| {
+                (
+                    format!("{i:064x}"),
+                    "other",
+                    vec!["zebra zebra zebra".into()],
+                )
+            })
+            .collect();
+        objects.push((
+            "f".repeat(64),
+            "n",
+            vec!["zebra and a long line of other words".into()],
+        ));
+        objects.push((
+            "e".repeat(64),
+            "n",
+            vec!["one zebra among many more words here".into()],
+        ));
+        let (_dir, store) = store_with(&objects).await;
+        let rows = store.search("\"zebra\"", &filter("n", 10)).await.unwrap();
+        let ids: Vec<&str> = rows.iter().map(|r| r.record.id.as_str()).collect();
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        assert!(
+            ids.iter()
+                .all(|id| id.starts_with('e') || id.starts_with('f'))
+        );
+        assert!(rows[0].score <= rows[1].score);
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_tie_across_the_first_pass_cut_is_broken_by_id_as_a_full_ranking_would() {
+        // Identical frames score the same; stored highest id first, so a
+        // pass that stopped at its cut would keep the wrong ones.
+        let objects: Vec<(String, &str, Vec<String>)> = (0..FIRST_PASS_FRAMES + 50)
+            .rev()
+            .map(|i| (format!("{i:064x}"), "n", vec!["zebra crossing".into()]))
+            .collect();
+        let (_dir, store) = store_with(&objects).await;
+        let rows = store.search("\"zebra\"", &filter("n", 3)).await.unwrap();
+        let ids: Vec<String> = rows.iter().map(|r| r.record.id.clone()).collect();
+        let expected: Vec<String> = (0..3).map(|i| format!("{i:064x}")).collect();
+        assert_eq!(ids, expected);
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_memory_of_more_matching_frames_than_the_pass_reports_them_all() {
+        let frames: Vec<String> = (0..FIRST_PASS_FRAMES + 30)
+            .map(|i| format!("frame {i} zebra"))
+            .collect();
+        let objects = vec![
+            ("a".repeat(64), "n", frames),
+            ("b".repeat(64), "n", vec!["no match here".into()]),
+        ];
+        let (_dir, store) = store_with(&objects).await;
+        let rows = store.search("\"zebra\"", &filter("n", 1)).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        let mut frames = rows[0].frames.clone();
+        assert_eq!(frames.len(), FIRST_PASS_FRAMES as usize + 30);
+        frames.sort_unstable();
+        frames.dedup();
+        assert_eq!(frames.len(), FIRST_PASS_FRAMES as usize + 30);
         store.close().await;
     }
 }
