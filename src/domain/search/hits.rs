@@ -68,9 +68,25 @@ pub fn scan(text: &str, first_line: u64, terms: &[Term], max: usize) -> Vec<Hit>
 
 fn find(text: &str, first_line: u64, terms: &[Term], max: usize) -> Vec<Hit> {
     let mut hits = Vec::new();
+    let mut lower = String::new();
     for (n, line) in text.split('\n').enumerate() {
         if hits.len() >= max {
             break;
+        }
+        // An ASCII line lacking some word of every term cannot hold one:
+        // skipped without splitting it into words (most lines of a long
+        // memory; the words of a term are folded, so they compare as they are).
+        if line.is_ascii() {
+            lower.clear();
+            lower.push_str(line);
+            lower.make_ascii_lowercase();
+            let lower = lower.as_str();
+            if !terms
+                .iter()
+                .any(|t| t.words.iter().all(|w| lower.contains(w.as_str())))
+            {
+                continue;
+            }
         }
         let tokens: Vec<String> = words(line).collect();
         if terms.iter().any(|t| holds(&tokens, t)) {
