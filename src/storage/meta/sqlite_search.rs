@@ -97,27 +97,21 @@ pub(super) async fn search(
     let limit = filter.limit.max(1);
     let pass = FIRST_PASS_FRAMES.max(limit.saturating_mul(FIRST_PASS_PER_RESULT));
     let best = best_frames(pool, expression, pass).await?;
-    let mut ranked = None;
-    if let Some(last) = best.last() {
-        let hashes: Vec<&str> = distinct_hashes(&best);
-        let allowed = allowed(pool, &hashes, filter).await?;
-        let chosen = group(&best, |hash| allowed.contains(hash), limit);
-        let exhaustive = best.len() < pass as usize;
-        let cut_in_tie =
-            chosen.len() == limit as usize && chosen.last().is_some_and(|r| r.score >= last.2);
-        if exhaustive || (chosen.len() == limit as usize && !cut_in_tie) {
-            let mut chosen = chosen;
-            if !exhaustive {
-                complete_frames(pool, expression, &mut chosen).await?;
-            }
-            ranked = Some(chosen);
-        }
-    } else {
+    let Some(worst) = best.last().map(|(_, _, score)| *score) else {
         return Ok(Vec::new());
-    }
-    let ranked = match ranked {
-        Some(ranked) => ranked,
-        None => rank_all(pool, expression, filter).await?,
+    };
+    let allowed = allowed(pool, &distinct_hashes(&best), filter).await?;
+    let mut chosen = group(&best, |hash| allowed.contains(hash), limit);
+    let exhaustive = best.len() < pass as usize;
+    // Full, and its last memory strictly better than the pass's worst frame.
+    let proven = chosen.len() == limit as usize && chosen.last().is_some_and(|r| r.score < worst);
+    let ranked = if exhaustive {
+        chosen
+    } else if proven {
+        complete_frames(pool, expression, &mut chosen).await?;
+        chosen
+    } else {
+        rank_all(pool, expression, filter).await?
     };
     records(pool, ranked, filter).await
 }
@@ -175,17 +169,21 @@ async fn allowed(
 /// id), only the memories `keep` accepts, at most `limit`.
 fn group(frames: &[(String, u32, f64)], keep: impl Fn(&str) -> bool, limit: u32) -> Vec<Ranked> {
     let mut out: Vec<Ranked> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (hash, idx, score) in frames {
         if !keep(hash) {
             continue;
         }
-        match out.iter_mut().find(|r| &r.hash == hash) {
-            Some(ranked) => ranked.frames.push(*idx),
-            None => out.push(Ranked {
-                hash: hash.clone(),
-                score: *score,
-                frames: vec![*idx],
-            }),
+        match at.get(hash.as_str()) {
+            Some(&i) => out[i].frames.push(*idx),
+            None => {
+                at.insert(hash, out.len());
+                out.push(Ranked {
+                    hash: hash.clone(),
+                    score: *score,
+                    frames: vec![*idx],
+                });
+            }
         }
     }
     // Frames come best first, ties by hash: the memories are in answer order.
