@@ -184,7 +184,7 @@ fn checkpoints(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
 }
 
 /// WAL pages (4 KiB) past which the checkpointer makes the WAL start over:
-/// 256 MiB, a restart every ~15 s under heavy ingest and indexing.
+/// 256 MiB (a restart holds writes back, so it should not come often).
 const WAL_RESTART_PAGES: i64 = 65_536;
 /// Size a restarted WAL file is cut back to.
 const WAL_KEPT_BYTES: i64 = 64 << 20;
