@@ -1,0 +1,170 @@
+//! Tests of the SQLite search: an empty index, and the first pass's three
+//! ways out (crowded out, a tie at its cut, frames beyond it).
+
+use super::super::MetaStore;
+use super::super::sqlite::SqliteMetaStore;
+use super::*;
+
+#[tokio::test]
+async fn an_empty_index_answers_a_search_with_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("meta.db").display());
+    let store = SqliteMetaStore::open(&url).await.unwrap();
+    let filter = ListQuery {
+        namespace: "n".into(),
+        limit: 10,
+        ..ListQuery::default()
+    };
+    assert!(store.search("\"zebra\"", &filter).await.unwrap().is_empty());
+    assert_eq!(store.index_lag().await.unwrap(), IndexLag::default());
+    put_raw(&store, &"ab".repeat(32), "n", b"zebra zebra\n").await;
+    assert_eq!(store.index_lag().await.unwrap().objects, 1);
+    let batch = FrameBatch {
+        hash: "ab".repeat(32),
+        frames: vec![super::super::IndexedFrame {
+            idx: 0,
+            text: "zebra zebra".into(),
+        }],
+        done: true,
+    };
+    store.index_frames(batch.clone()).await.unwrap();
+    store.index_frames(batch).await.unwrap();
+    assert_eq!(store.index_lag().await.unwrap().objects, 0);
+    let rows = store.search("\"zebra\"", &filter).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].frames, [0]);
+    store.close().await;
+}
+
+/// Puts `data` raw as memory `hash` of `namespace` (not indexed yet).
+async fn put_raw(store: &SqliteMetaStore, hash: &str, namespace: &str, data: &[u8]) {
+    let object = super::super::ObjectRecord {
+        hash: hash.to_owned(),
+        bytes: data.len() as u64,
+        lines: 1,
+        stored_bytes: data.len() as u64,
+        layout: super::super::Layout::Raw,
+        data: Some(data.to_vec()),
+        frames: Vec::new(),
+    };
+    store
+        .put(super::super::NewMemory {
+            namespace: namespace.into(),
+            fields: super::super::MemoryFields::default(),
+            tokens: 1,
+            token_method: "x".into(),
+            summary: "s".into(),
+            now: 1,
+            object,
+        })
+        .await
+        .unwrap();
+}
+
+/// A store holding each `(hash, namespace, frame texts)` as a memory of
+/// that namespace, its frames indexed with those texts.
+async fn store_with(
+    objects: &[(String, &str, Vec<String>)],
+) -> (tempfile::TempDir, SqliteMetaStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("meta.db").display());
+    let store = SqliteMetaStore::open(&url).await.unwrap();
+    for (hash, namespace, frames) in objects {
+        put_raw(&store, hash, namespace, b"x").await;
+        let frames = frames
+            .iter()
+            .enumerate()
+            .map(|(idx, text)| super::super::IndexedFrame {
+                idx: idx as u32,
+                text: text.clone(),
+            })
+            .collect();
+        store
+            .index_frames(FrameBatch {
+                hash: hash.clone(),
+                frames,
+                done: true,
+            })
+            .await
+            .unwrap();
+    }
+    (dir, store)
+}
+
+fn filter(namespace: &str, limit: u32) -> ListQuery {
+    ListQuery {
+        namespace: namespace.into(),
+        limit,
+        ..ListQuery::default()
+    }
+}
+
+#[tokio::test]
+async fn a_namespace_crowded_out_of_the_first_pass_still_gets_its_matches() {
+    // More strong matches elsewhere than the first pass ranks.
+    let mut objects: Vec<(String, &str, Vec<String>)> = (0..FIRST_PASS_FRAMES + 20)
+        .map(|i| {
+            (
+                format!("{i:064x}"),
+                "other",
+                vec!["zebra zebra zebra".into()],
+            )
+        })
+        .collect();
+    objects.push((
+        "f".repeat(64),
+        "n",
+        vec!["zebra and a long line of other words".into()],
+    ));
+    objects.push((
+        "e".repeat(64),
+        "n",
+        vec!["one zebra among many more words here".into()],
+    ));
+    let (_dir, store) = store_with(&objects).await;
+    let rows = store.search("\"zebra\"", &filter("n", 10)).await.unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r.record.id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with('e') || id.starts_with('f'))
+    );
+    assert!(rows[0].score <= rows[1].score);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn a_tie_across_the_first_pass_cut_is_broken_by_id_as_a_full_ranking_would() {
+    // Identical frames score the same; stored highest id first, so a
+    // pass that stopped at its cut would keep the wrong ones.
+    let objects: Vec<(String, &str, Vec<String>)> = (0..FIRST_PASS_FRAMES + 50)
+        .rev()
+        .map(|i| (format!("{i:064x}"), "n", vec!["zebra crossing".into()]))
+        .collect();
+    let (_dir, store) = store_with(&objects).await;
+    let rows = store.search("\"zebra\"", &filter("n", 3)).await.unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.record.id.clone()).collect();
+    let expected: Vec<String> = (0..3).map(|i| format!("{i:064x}")).collect();
+    assert_eq!(ids, expected);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn a_memory_of_more_matching_frames_than_the_pass_reports_them_all() {
+    let frames: Vec<String> = (0..FIRST_PASS_FRAMES + 30)
+        .map(|i| format!("frame {i} zebra"))
+        .collect();
+    let objects = vec![
+        ("a".repeat(64), "n", frames),
+        ("b".repeat(64), "n", vec!["no match here".into()]),
+    ];
+    let (_dir, store) = store_with(&objects).await;
+    let rows = store.search("\"zebra\"", &filter("n", 1)).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    let mut frames = rows[0].frames.clone();
+    assert_eq!(frames.len(), FIRST_PASS_FRAMES as usize + 30);
+    frames.sort_unstable();
+    frames.dedup();
+    assert_eq!(frames.len(), FIRST_PASS_FRAMES as usize + 30);
+    store.close().await;
+}
