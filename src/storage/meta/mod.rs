@@ -6,27 +6,13 @@ use serde::{Deserialize, Serialize};
 use super::StorageError;
 
 mod admin_rows;
+#[cfg(test)]
+mod contract;
 mod ledger_rows;
 pub mod postgres;
-mod postgres_admin;
-mod postgres_lease;
-mod postgres_ledger;
-mod postgres_puts;
-mod postgres_search;
-#[cfg(test)]
-mod postgres_search_tests;
-#[cfg(test)]
-mod postgres_tests;
-mod postgres_tsquery;
-mod rows;
 mod search_rows;
+mod sql;
 pub mod sqlite;
-mod sqlite_admin;
-mod sqlite_ledger;
-mod sqlite_portable;
-mod sqlite_puts;
-mod sqlite_search;
-mod sqlite_writer;
 
 pub use admin_rows::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
 pub use ledger_rows::{
@@ -256,6 +242,22 @@ pub struct ImportedMemory {
     pub expires_at: Option<i64>,
     /// The object, freshly ingested; its hash is the memory id.
     pub object: ObjectRecord,
+}
+
+impl ImportedMemory {
+    /// The put that stores its object and creates the memory (at its
+    /// original creation time); the rest of the archive is set after.
+    pub fn as_put(&self) -> NewMemory {
+        NewMemory {
+            namespace: self.namespace.clone(),
+            fields: self.fields.clone(),
+            tokens: self.tokens,
+            token_method: self.token_method.clone(),
+            summary: self.summary.clone(),
+            now: self.created_at,
+            object: self.object.clone(),
+        }
+    }
 }
 
 /// Result of a put at the metadata level.

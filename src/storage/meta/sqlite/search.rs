@@ -1,12 +1,13 @@
 //! Full-text search on SQLite: FTS5 rows per frame (written by the writer
-//! thread), the pending queue, and the ranked query joined through the
+//! thread) and the ranked query joined through the
 //! caller's memories (so nothing of another namespace can match).
 
 use rusqlite::Connection;
-use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
+use sqlx::{Row, Sqlite, SqlitePool};
 
-use super::sqlite::{MEMORY_SELECT, memory_from_row, to_u64};
-use super::{FrameBatch, IndexLag, ListQuery, PendingObject, SearchRow};
+use super::super::sql::{Dialect, Statement, push_filters, push_visible, rows::memory_from_row};
+use super::super::{FrameBatch, ListQuery, SearchRow};
+use crate::clock::now_ms;
 use crate::storage::StorageError;
 
 /// Adds a batch of frames to the index, inside the writer's transaction.
@@ -32,37 +33,6 @@ pub(super) fn index(conn: &Connection, batch: &FrameBatch) -> Result<(), Storage
             .execute([&batch.hash])?;
     }
     Ok(())
-}
-
-/// Objects waiting for the index, oldest first.
-pub(super) async fn pending(
-    pool: &SqlitePool,
-    limit: u32,
-) -> Result<Vec<PendingObject>, StorageError> {
-    let rows =
-        sqlx::query("SELECT hash, bytes FROM search_pending ORDER BY queued_at, hash LIMIT ?")
-            .bind(i64::from(limit))
-            .fetch_all(pool)
-            .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(PendingObject {
-                hash: r.try_get("hash")?,
-                bytes: to_u64(r.try_get("bytes")?),
-            })
-        })
-        .collect()
-}
-
-/// Objects and bytes waiting.
-pub(super) async fn lag(pool: &SqlitePool) -> Result<IndexLag, StorageError> {
-    let row = sqlx::query("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM search_pending")
-        .fetch_one(pool)
-        .await?;
-    Ok(IndexLag {
-        objects: to_u64(row.try_get(0)?),
-        bytes: to_u64(row.try_get(1)?),
-    })
 }
 
 /// Frames the first pass ranks, at least: the best of all matching frames.
@@ -154,14 +124,14 @@ async fn allowed(
 ) -> Result<std::collections::HashSet<String>, StorageError> {
     let ids = serde_json::to_string(hashes)
         .map_err(|e| StorageError::Database(format!("cannot list candidate ids: {e}")))?;
-    let mut sql: QueryBuilder<Sqlite> =
-        QueryBuilder::new("SELECT m.id FROM memories m WHERE m.namespace = ");
+    let mut sql = Statement::new("SELECT m.id FROM memories m WHERE m.namespace = ");
     sql.push_bind(filter.namespace.clone())
         .push(" AND m.id IN (SELECT value FROM json_each(")
         .push_bind(ids)
         .push("))");
     push_filters(&mut sql, filter);
-    let rows = sql.build().fetch_all(pool).await?;
+    push_visible(&mut sql, now_ms());
+    let rows = sql.query::<Sqlite>().fetch_all(pool).await?;
     rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
 }
 
@@ -238,7 +208,7 @@ async fn rank_all(
     expression: &str,
     filter: &ListQuery,
 ) -> Result<Vec<Ranked>, StorageError> {
-    let mut sql: QueryBuilder<Sqlite> = QueryBuilder::new(
+    let mut sql = Statement::new(
         // Materialized, so that bm25() runs in the plain FTS query it needs.
         "WITH hits AS MATERIALIZED (SELECT rowid, bm25(search_fts) AS score \
          FROM search_fts WHERE search_fts MATCH ",
@@ -252,9 +222,10 @@ async fn rank_all(
     );
     sql.push_bind(filter.namespace.clone());
     push_filters(&mut sql, filter);
+    push_visible(&mut sql, now_ms());
     sql.push(" ORDER BY b.score, b.hash LIMIT ")
         .push_bind(i64::from(filter.limit.max(1)));
-    let rows = sql.build().fetch_all(pool).await?;
+    let rows = sql.query::<Sqlite>().fetch_all(pool).await?;
     rows.iter()
         .map(|row| {
             let frames: String = row.try_get(2)?;
@@ -281,7 +252,8 @@ async fn records(
     let ids = serde_json::to_string(&hashes)
         .map_err(|e| StorageError::Database(format!("cannot list result ids: {e}")))?;
     let sql = format!(
-        "{MEMORY_SELECT} WHERE m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))"
+        "{} WHERE m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
+        Sqlite::MEMORY_SELECT
     );
     let rows = sqlx::query(&sql)
         .bind(&filter.namespace)
@@ -290,7 +262,7 @@ async fn records(
         .await?;
     let mut found = std::collections::HashMap::with_capacity(rows.len());
     for row in &rows {
-        let record = memory_from_row(row)?;
+        let record = memory_from_row::<Sqlite>(row)?;
         found.insert(record.id.clone(), record);
     }
     Ok(ranked
@@ -309,34 +281,6 @@ fn to_u32(value: i64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
-/// The field filters of a listing, on memories `m`.
-fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &ListQuery) {
-    let exact = [
-        ("m.type", &query.kind),
-        ("m.subtype", &query.subtype),
-        ("m.thread", &query.thread),
-        ("m.checkpoint", &query.checkpoint),
-        ("m.directory", &query.directory),
-    ];
-    for (column, value) in exact {
-        if let Some(value) = value {
-            sql.push(format!(" AND {column} = "))
-                .push_bind(value.clone());
-        }
-    }
-    if let Some(tag) = &query.tag {
-        sql.push(" AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id AND t.tag = ")
-            .push_bind(tag.clone())
-            .push(")");
-    }
-    if let Some(since) = query.since {
-        sql.push(" AND m.created_at >= ").push_bind(since);
-    }
-    if let Some(until) = query.until {
-        sql.push(" AND m.created_at < ").push_bind(until);
-    }
-}
-
 #[cfg(test)]
-#[path = "sqlite_search_tests.rs"]
+#[path = "search_tests.rs"]
 mod tests;

@@ -13,7 +13,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
 
-use super::ObjectLease;
+use super::super::ObjectLease;
 use crate::storage::StorageError;
 
 /// Connections of the lease pool: leases held or waiting at once, per process.

@@ -4,8 +4,8 @@
 
 use rusqlite::Connection;
 
-use super::sqlite::to_i64;
-use super::{MemoryRecord, NewMemory, PageEntry};
+use super::super::sql::{expiry, fresh_record, to_i64};
+use super::super::{MemoryRecord, NewMemory, PageEntry};
 use crate::storage::StorageError;
 
 /// What a put wrote: whether the memory is new, and its record when it is
@@ -103,31 +103,4 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, Stor
         new_object,
         record,
     })
-}
-
-/// The record of a memory created over a new object: everything is known already.
-fn fresh_record(put: &NewMemory) -> MemoryRecord {
-    MemoryRecord {
-        namespace: put.namespace.clone(),
-        id: put.object.hash.clone(),
-        fields: put.fields.clone(),
-        bytes: put.object.bytes,
-        stored_bytes: put.object.stored_bytes,
-        lines: put.object.lines,
-        tokens: put.tokens,
-        token_method: put.token_method.clone(),
-        summary: put.summary.clone(),
-        created_at: put.now,
-        updated_at: put.now,
-        last_accessed_at: None,
-        access_count: 0,
-        expires_at: expiry(put.now, put.fields.ttl_seconds),
-        corrupt: None,
-    }
-}
-
-/// When a memory put at `now` with this time to live expires. A put of
-/// content already stored keeps the later expiry of the two (none: never).
-fn expiry(now: i64, ttl_seconds: Option<u64>) -> Option<i64> {
-    ttl_seconds.map(|ttl| now.saturating_add(to_i64(ttl).saturating_mul(1000)))
 }

@@ -5,14 +5,14 @@
 //! A put and a garbage collection of the same object serialize on the object
 //! row: the put inserts it (`ON CONFLICT DO NOTHING`) or holds it `FOR SHARE`
 //! until it commits, the GC takes it `FOR UPDATE` before it checks for
-//! memories (see [`super::postgres_admin::remove_object_if_unreferenced`]).
+//! memories (see [`super::admin::remove_object_if_unreferenced`]).
 
 use std::future::Future;
 
-use sqlx::{PgConnection, PgPool};
+use sqlx::{PgConnection, PgPool, Postgres};
 
-use super::postgres::{MEMORY_SELECT, memory_from_row, to_i64};
-use super::{AccessUpdate, ImportedMemory, MemoryRecord, NewMemory, PageEntry, PutOutcome};
+use super::super::sql::{Dialect, expiry, fresh_record, rows::memory_from_row, to_i64};
+use super::super::{AccessUpdate, ImportedMemory, MemoryRecord, NewMemory, PageEntry, PutOutcome};
 use crate::storage::StorageError;
 
 /// Attempts of a transaction PostgreSQL aborted for a race before giving up.
@@ -77,15 +77,7 @@ pub(super) async fn put(pool: &PgPool, memory: &NewMemory) -> Result<PutOutcome,
 
 /// Writes an archived memory unless the namespace has it already; true when written.
 pub(super) async fn import(pool: &PgPool, memory: &ImportedMemory) -> Result<bool, StorageError> {
-    let put = NewMemory {
-        namespace: memory.namespace.clone(),
-        fields: memory.fields.clone(),
-        tokens: memory.tokens,
-        token_method: memory.token_method.clone(),
-        summary: memory.summary.clone(),
-        now: memory.created_at,
-        object: memory.object.clone(),
-    };
+    let put = memory.as_put();
     with_retry(|| async {
         let mut tx = pool.begin().await?;
         let (created, _) = write(&mut tx, &put).await?;
@@ -253,42 +245,16 @@ async fn read_back(
     namespace: &str,
     id: &str,
 ) -> Result<MemoryRecord, sqlx::Error> {
-    let sql = format!("{MEMORY_SELECT} WHERE m.namespace = $1 AND m.id = $2");
+    let sql = format!(
+        "{} WHERE m.namespace = $1 AND m.id = $2",
+        Postgres::MEMORY_SELECT
+    );
     let row = sqlx::query(&sql)
         .bind(namespace)
         .bind(id)
         .fetch_one(&mut *conn)
         .await?;
-    memory_from_row(&row).map_err(|e| sqlx::Error::Decode(Box::new(e)))
-}
-
-/// The record of a memory created over a new object: everything is known already.
-fn fresh_record(put: &NewMemory) -> MemoryRecord {
-    let mut fields = put.fields.clone();
-    fields.tags.sort();
-    fields.tags.dedup();
-    MemoryRecord {
-        namespace: put.namespace.clone(),
-        id: put.object.hash.clone(),
-        fields,
-        bytes: put.object.bytes,
-        stored_bytes: put.object.stored_bytes,
-        lines: put.object.lines,
-        tokens: put.tokens,
-        token_method: put.token_method.clone(),
-        summary: put.summary.clone(),
-        created_at: put.now,
-        updated_at: put.now,
-        last_accessed_at: None,
-        access_count: 0,
-        expires_at: expiry(put.now, put.fields.ttl_seconds),
-        corrupt: None,
-    }
-}
-
-/// When a memory put at `now` with this time to live expires.
-fn expiry(now: i64, ttl_seconds: Option<u64>) -> Option<i64> {
-    ttl_seconds.map(|ttl| now.saturating_add(to_i64(ttl).saturating_mul(1000)))
+    memory_from_row::<Postgres>(&row).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
 /// Deletes one memory and its tags; false when there was none.

@@ -4,8 +4,8 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::sqlite_puts;
-use super::{ImportedMemory, NewMemory};
+use super::super::ImportedMemory;
+use super::puts;
 use crate::storage::StorageError;
 
 /// Writes an archived memory unless the namespace has it already; true when written.
@@ -18,16 +18,7 @@ pub(super) fn import(conn: &Connection, memory: &ImportedMemory) -> Result<bool,
     if exists {
         return Ok(false);
     }
-    let put = NewMemory {
-        namespace: memory.namespace.clone(),
-        fields: memory.fields.clone(),
-        tokens: memory.tokens,
-        token_method: memory.token_method.clone(),
-        summary: memory.summary.clone(),
-        now: memory.created_at,
-        object: memory.object.clone(),
-    };
-    sqlite_puts::put(conn, &put)?;
+    puts::put(conn, &memory.as_put())?;
     conn.prepare_cached(
         "UPDATE memories SET updated_at = ?1, last_accessed_at = ?2, access_count = ?3, expires_at = ?6 \
          WHERE namespace = ?4 AND id = ?5",

@@ -1,28 +1,41 @@
 //! Row mapping shared by the SQLite and PostgreSQL stores: both select the
 //! same column names, so a memory, frame, usage or calibration row reads the
-//! same way from either.
+//! same way from either; and the record a put makes, which both answer alike.
 
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::{CalibrationRow, FrameEntry, MemoryFields, MemoryRecord, PageEntry, UsageRow};
+use super::super::{
+    CalibrationRow, FrameEntry, MemoryFields, MemoryRecord, NewMemory, PageEntry, UsageRow,
+};
+use super::Dialect;
 use crate::storage::StorageError;
 
 /// Stored integers (i64) into sizes; sizes are never negative.
-pub(super) fn to_u64(value: i64) -> u64 {
+pub(in crate::storage::meta) fn to_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
 /// Sizes into stored integers (i64), saturating.
-pub(super) fn to_i64(value: u64) -> i64 {
+pub(in crate::storage::meta) fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// A memory row joined with its object (each store's `MEMORY_SELECT`), with
-/// its tags, which each store reads its own way.
-pub(super) fn memory_record<'r, R>(
-    row: &'r R,
-    tags: Vec<String>,
+/// A memory row selected with [`Dialect::MEMORY_SELECT`].
+pub(in crate::storage::meta) fn memory_from_row<'r, DB>(
+    row: &'r DB::Row,
 ) -> Result<MemoryRecord, StorageError>
+where
+    DB: Dialect,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+    String: Decode<'r, DB> + Type<DB>,
+    i64: Decode<'r, DB> + Type<DB>,
+    bool: Decode<'r, DB> + Type<DB>,
+{
+    memory_record(row, DB::tags(row)?)
+}
+
+/// A memory row joined with its object, with its tags.
+fn memory_record<'r, R>(row: &'r R, tags: Vec<String>) -> Result<MemoryRecord, StorageError>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -61,7 +74,7 @@ where
 }
 
 /// A row of the `frames` table.
-pub(super) fn frame_entry<'r, R>(row: &'r R) -> Result<FrameEntry, StorageError>
+pub(in crate::storage::meta) fn frame_entry<'r, R>(row: &'r R) -> Result<FrameEntry, StorageError>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -79,7 +92,7 @@ where
 }
 
 /// A row of summed usage (`namespace, model, day, input_tokens, output_tokens, cost_usd, reports`).
-pub(super) fn usage_row<'r, R>(row: &'r R) -> Result<UsageRow, StorageError>
+pub(in crate::storage::meta) fn usage_row<'r, R>(row: &'r R) -> Result<UsageRow, StorageError>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -99,7 +112,9 @@ where
 }
 
 /// A row of `ledger_calibration`.
-pub(super) fn calibration_row<'r, R>(row: &'r R) -> Result<CalibrationRow, StorageError>
+pub(in crate::storage::meta) fn calibration_row<'r, R>(
+    row: &'r R,
+) -> Result<CalibrationRow, StorageError>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -114,4 +129,35 @@ where
         samples: row.try_get("samples")?,
         updated_at: row.try_get("updated_at")?,
     })
+}
+
+/// The record of a memory created over a new object: everything is known
+/// already, tags as a read gives them back (sorted, once each).
+pub(in crate::storage::meta) fn fresh_record(put: &NewMemory) -> MemoryRecord {
+    let mut fields = put.fields.clone();
+    fields.tags.sort();
+    fields.tags.dedup();
+    MemoryRecord {
+        namespace: put.namespace.clone(),
+        id: put.object.hash.clone(),
+        fields,
+        bytes: put.object.bytes,
+        stored_bytes: put.object.stored_bytes,
+        lines: put.object.lines,
+        tokens: put.tokens,
+        token_method: put.token_method.clone(),
+        summary: put.summary.clone(),
+        created_at: put.now,
+        updated_at: put.now,
+        last_accessed_at: None,
+        access_count: 0,
+        expires_at: expiry(put.now, put.fields.ttl_seconds),
+        corrupt: None,
+    }
+}
+
+/// When a memory put at `now` with this time to live expires. A put of
+/// content already stored keeps the later expiry of the two (none: never).
+pub(in crate::storage::meta) fn expiry(now: i64, ttl_seconds: Option<u64>) -> Option<i64> {
+    ttl_seconds.map(|ttl| now.saturating_add(to_i64(ttl).saturating_mul(1000)))
 }

@@ -2,7 +2,7 @@
 //!
 //! Reads go through a small connection pool; every write goes through one
 //! writer task that commits the writes arriving together in one transaction
-//! (see [`super::sqlite_writer`]).
+//! (see [`writer`]).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -11,35 +11,54 @@ use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
-use sqlx::{Row, SqlitePool};
+use sqlx::{Row, Sqlite};
 use tokio::sync::{mpsc, oneshot};
 
-use super::sqlite_writer::{self, WriteCommand};
+use super::sql::{Dialect, Reads, memory_select};
 use super::{
-    AccessUpdate, ImportedMemory, Layout, ListQuery, MemoryRecord, MetaStore, NewMemory,
-    ObjectRecord, PutOutcome,
+    AccessUpdate, ImportedMemory, ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectRecord,
+    PutOutcome,
 };
 use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
-    sqlite_admin, sqlite_ledger,
 };
-use super::{FrameBatch, IndexLag, PendingObject, SearchRow, rows, sqlite_search};
+use super::{FrameBatch, IndexLag, PendingObject, SearchRow};
 use super::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
+use crate::clock::now_ms;
 use crate::storage::StorageError;
+use writer::WriteCommand;
 
-/// Columns of a memory joined with its object, in the order [`memory_from_row`] reads.
-pub(super) const MEMORY_SELECT: &str = "SELECT m.namespace, m.id, m.type, m.subtype, m.mime, m.title, \
-     m.thread, m.checkpoint, m.directory, m.tokens, m.token_method, m.summary, m.created_at, m.updated_at, \
-     m.last_accessed_at, m.access_count, m.pinned, m.expires_at, m.corrupt, o.bytes, o.stored_bytes, o.lines, \
-     (SELECT json_group_array(tag) FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id) AS tags \
-     FROM memories m JOIN objects o ON o.hash = m.id";
+mod admin;
+mod ledger;
+mod portable;
+mod puts;
+mod search;
+#[cfg(test)]
+mod tests;
+mod writer;
 
-/// Memories not expired (pinned ones never are); binds the current time.
-const VISIBLE: &str = "(m.expires_at IS NULL OR m.pinned = 1 OR m.expires_at > ?)";
+impl Dialect for Sqlite {
+    const MEMORY_SELECT: &'static str = memory_select!(
+        "(SELECT json_group_array(tag) FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id)"
+    );
+    const GREATEST: &'static str = "MAX";
+    const BYTEWISE: &'static str = "";
+
+    fn tags(row: &SqliteRow) -> Result<Vec<String>, StorageError> {
+        let text: Option<String> = row.try_get("tags")?;
+        let mut tags: Vec<String> = match text {
+            Some(text) => serde_json::from_str(&text)
+                .map_err(|e| StorageError::Database(format!("bad tag list: {e}")))?,
+            None => Vec::new(),
+        };
+        tags.sort();
+        Ok(tags)
+    }
+}
 
 /// The SQLite implementation of [`MetaStore`].
 pub struct SqliteMetaStore {
-    read: SqlitePool,
+    read: Reads<Sqlite>,
     writer: mpsc::Sender<WriteCommand>,
     writer_task: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -63,9 +82,9 @@ impl SqliteMetaStore {
             .await
             .map_err(|e| StorageError::Database(format!("migration failed: {e}")))?;
         let path = options.get_filename().to_owned();
-        let (writer, task) = sqlite_writer::spawn(&path)?;
+        let (writer, task) = writer::spawn(&path)?;
         Ok(Self {
-            read,
+            read: Reads::new(read),
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
         })
@@ -111,14 +130,7 @@ impl MetaStore for SqliteMetaStore {
     }
 
     async fn get(&self, namespace: &str, id: &str) -> Result<Option<MemoryRecord>, StorageError> {
-        let sql = format!("{MEMORY_SELECT} WHERE m.namespace = ? AND m.id = ? AND {VISIBLE}");
-        let row = sqlx::query(&sql)
-            .bind(namespace)
-            .bind(id)
-            .bind(crate::clock::now_ms())
-            .fetch_optional(&self.read)
-            .await?;
-        row.map(|r| memory_from_row(&r)).transpose()
+        self.read.get(namespace, id, now_ms()).await
     }
 
     async fn ids_with_prefix(
@@ -127,66 +139,13 @@ impl MetaStore for SqliteMetaStore {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>, StorageError> {
-        // Hex prefixes: every id starting with `prefix` sorts in [prefix, prefix + "g").
-        let upper = format!("{prefix}g");
-        let rows = sqlx::query(
-            "SELECT id FROM memories m WHERE namespace = ? AND id >= ? AND id < ? AND (m.expires_at IS NULL OR m.pinned = 1 OR m.expires_at > ?) ORDER BY id LIMIT ?",
-        )
-        .bind(namespace)
-        .bind(prefix)
-        .bind(upper)
-        .bind(crate::clock::now_ms())
-        .bind(limit)
-        .fetch_all(&self.read)
-        .await?;
-        rows.iter()
-            .map(|r| r.try_get::<String, _>(0).map_err(Into::into))
-            .collect()
+        self.read
+            .ids_with_prefix(namespace, prefix, limit, now_ms())
+            .await
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<MemoryRecord>, StorageError> {
-        let mut sql = sqlx::QueryBuilder::new(MEMORY_SELECT);
-        sql.push(" WHERE m.namespace = ")
-            .push_bind(&query.namespace)
-            .push(" AND (m.expires_at IS NULL OR m.pinned = 1 OR m.expires_at > ")
-            .push_bind(crate::clock::now_ms())
-            .push(")");
-        let exact = [
-            ("m.type", &query.kind),
-            ("m.subtype", &query.subtype),
-            ("m.thread", &query.thread),
-            ("m.checkpoint", &query.checkpoint),
-            ("m.directory", &query.directory),
-        ];
-        for (column, value) in exact {
-            if let Some(value) = value {
-                sql.push(format!(" AND {column} = ")).push_bind(value);
-            }
-        }
-        if let Some(tag) = &query.tag {
-            sql.push(" AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id AND t.tag = ")
-                .push_bind(tag)
-                .push(")");
-        }
-        if let Some(since) = query.since {
-            sql.push(" AND m.created_at >= ").push_bind(since);
-        }
-        if let Some(until) = query.until {
-            sql.push(" AND m.created_at < ").push_bind(until);
-        }
-        if let Some((created, id)) = &query.after {
-            sql.push(" AND (m.created_at < ")
-                .push_bind(*created)
-                .push(" OR (m.created_at = ")
-                .push_bind(*created)
-                .push(" AND m.id < ")
-                .push_bind(id)
-                .push("))");
-        }
-        sql.push(" ORDER BY m.created_at DESC, m.id DESC LIMIT ")
-            .push_bind(i64::from(query.limit));
-        let rows = sql.build().fetch_all(&self.read).await?;
-        rows.iter().map(memory_from_row).collect()
+        self.read.list(query, now_ms()).await
     }
 
     async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError> {
@@ -200,41 +159,7 @@ impl MetaStore for SqliteMetaStore {
     }
 
     async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
-        let Some(row) = sqlx::query(
-            "SELECT hash, bytes, lines, stored_bytes, layout, data FROM objects WHERE hash = ?",
-        )
-        .bind(hash)
-        .fetch_optional(&self.read)
-        .await?
-        else {
-            return Ok(None);
-        };
-        let layout_name: String = row.try_get("layout")?;
-        let layout = Layout::parse(&layout_name)
-            .ok_or_else(|| StorageError::Database(format!("unknown layout `{layout_name}`")))?;
-        let frames = if layout == Layout::Raw {
-            Vec::new()
-        } else {
-            sqlx::query(
-                "SELECT content_offset, content_len, first_line, stored_offset, stored_len, pages \
-                 FROM frames WHERE hash = ? ORDER BY idx",
-            )
-            .bind(hash)
-            .fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(rows::frame_entry)
-            .collect::<Result<_, _>>()?
-        };
-        Ok(Some(ObjectRecord {
-            hash: row.try_get("hash")?,
-            bytes: to_u64(row.try_get("bytes")?),
-            lines: to_u64(row.try_get("lines")?),
-            stored_bytes: to_u64(row.try_get("stored_bytes")?),
-            layout,
-            data: row.try_get("data")?,
-            frames,
-        }))
+        self.read.object(hash).await
     }
 
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {
@@ -248,30 +173,30 @@ impl MetaStore for SqliteMetaStore {
     }
 
     async fn ledger_counters(&self, namespace: &str) -> Result<Vec<LedgerCounter>, StorageError> {
-        sqlite_ledger::counters(&self.read, namespace).await
+        self.read.ledger_counters(namespace).await
     }
 
     async fn usage_totals(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, StorageError> {
-        sqlite_ledger::usage_totals(&self.read, query).await
+        self.read.usage_totals(query).await
     }
 
     async fn calibrations(
         &self,
         namespace: Option<&str>,
     ) -> Result<Vec<CalibrationRow>, StorageError> {
-        sqlite_ledger::calibrations(&self.read, namespace).await
+        self.read.calibrations(namespace).await
     }
 
     async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError> {
-        sqlite_ledger::namespace_totals(&self.read, namespace).await
+        self.read.namespace_totals(namespace).await
     }
 
     async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
-        sqlite_ledger::store_totals(&self.read).await
+        self.read.store_totals().await
     }
 
     async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
-        sqlite_search::pending(&self.read, limit).await
+        self.read.search_pending(limit).await
     }
 
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {
@@ -280,7 +205,7 @@ impl MetaStore for SqliteMetaStore {
     }
 
     async fn index_lag(&self) -> Result<IndexLag, StorageError> {
-        sqlite_search::lag(&self.read).await
+        self.read.index_lag().await
     }
 
     async fn search(
@@ -288,7 +213,7 @@ impl MetaStore for SqliteMetaStore {
         expression: &str,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
-        sqlite_search::search(&self.read, expression, filter).await
+        search::search(self.read.pool(), expression, filter).await
     }
 
     async fn retention_rows(
@@ -296,7 +221,7 @@ impl MetaStore for SqliteMetaStore {
         filter: &PruneFilter,
         order: PruneOrder,
     ) -> Result<Vec<RetentionRow>, StorageError> {
-        sqlite_admin::retention_rows(&self.read, filter, order).await
+        self.read.retention_rows(filter, order).await
     }
 
     async fn remove_memories(
@@ -304,21 +229,21 @@ impl MetaStore for SqliteMetaStore {
         namespace: &str,
         ids: Vec<String>,
     ) -> Result<u64, StorageError> {
-        let write = sqlite_admin::remove_memories(namespace.to_owned(), ids);
+        let write = admin::remove_memories(namespace.to_owned(), ids);
         self.send(|reply| WriteCommand::Admin(write, reply)).await
     }
 
     async fn expire_memories(&self, now: i64) -> Result<u64, StorageError> {
-        let write = sqlite_admin::expire_memories(now);
+        let write = admin::expire_memories(now);
         self.send(|reply| WriteCommand::Admin(write, reply)).await
     }
 
     async fn namespaces(&self) -> Result<Vec<String>, StorageError> {
-        sqlite_admin::namespaces(&self.read).await
+        self.read.namespaces().await
     }
 
     async fn unreferenced_objects(&self) -> Result<Vec<UnreferencedObject>, StorageError> {
-        sqlite_admin::unreferenced_objects(&self.read).await
+        self.read.unreferenced_objects().await
     }
 
     async fn remove_object_if_unreferenced(
@@ -326,7 +251,7 @@ impl MetaStore for SqliteMetaStore {
         hash: &str,
         idle_before: i64,
     ) -> Result<bool, StorageError> {
-        let write = sqlite_admin::remove_object_if_unreferenced(hash.to_owned(), idle_before);
+        let write = admin::remove_object_if_unreferenced(hash.to_owned(), idle_before);
         Ok(self.send(|reply| WriteCommand::Admin(write, reply)).await? > 0)
     }
 
@@ -335,20 +260,20 @@ impl MetaStore for SqliteMetaStore {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<ObjectSummary>, StorageError> {
-        sqlite_admin::objects_after(&self.read, after, limit).await
+        self.read.objects_after(after, limit).await
     }
 
     async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError> {
-        sqlite_admin::memories_without_object(&self.read).await
+        self.read.memories_without_object().await
     }
 
     async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
-        let write = sqlite_admin::mark_corrupt(hash.to_owned(), detail.to_owned());
+        let write = admin::mark_corrupt(hash.to_owned(), detail.to_owned());
         self.send(|reply| WriteCommand::Admin(write, reply)).await
     }
 
     async fn ping(&self) -> Result<(), StorageError> {
-        sqlx::query("SELECT 1").execute(&self.read).await?;
+        sqlx::query("SELECT 1").execute(self.read.pool()).await?;
         if self.writer.is_closed() {
             return Err(StorageError::Unavailable("metadata writer stopped".into()));
         }
@@ -364,20 +289,6 @@ impl MetaStore for SqliteMetaStore {
             }
             let _ = tokio::task::spawn_blocking(move || task.join()).await;
         }
-        self.read.close().await;
+        self.read.pool().close().await;
     }
 }
-
-/// Reads a memory row selected with [`MEMORY_SELECT`].
-pub(super) fn memory_from_row(row: &SqliteRow) -> Result<MemoryRecord, StorageError> {
-    let tags_json: Option<String> = row.try_get("tags")?;
-    let mut tags: Vec<String> = match tags_json {
-        Some(text) => serde_json::from_str(&text)
-            .map_err(|e| StorageError::Database(format!("bad tag list: {e}")))?,
-        None => Vec::new(),
-    };
-    tags.sort();
-    rows::memory_record(row, tags)
-}
-
-pub(super) use super::rows::{to_i64, to_u64};

@@ -15,8 +15,8 @@ use std::time::Duration;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
-use super::sqlite_puts::{Written, put};
-use super::{AccessUpdate, FrameBatch, ImportedMemory, LedgerBatch, NewMemory};
+use super::super::{AccessUpdate, FrameBatch, ImportedMemory, LedgerBatch, NewMemory};
+use super::puts::{Written, put};
 use crate::storage::StorageError;
 
 /// Most commands committed in one transaction.
@@ -300,14 +300,14 @@ fn transaction(
                 Outcome::Access
             }
             WriteCommand::Ledger(batch, _) => {
-                super::sqlite_ledger::write(&tx, batch)?;
+                super::ledger::write(&tx, batch)?;
                 Outcome::Ledger
             }
             WriteCommand::Import(memory, _) => {
-                Outcome::Import(super::sqlite_portable::import(&tx, memory)?)
+                Outcome::Import(super::portable::import(&tx, memory)?)
             }
             WriteCommand::Index(batch, _) => {
-                super::sqlite_search::index(&tx, batch)?;
+                super::search::index(&tx, batch)?;
                 Outcome::Index
             }
             WriteCommand::Admin(write, _) => Outcome::Admin(write(&tx)?),

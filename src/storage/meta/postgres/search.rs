@@ -1,5 +1,5 @@
 //! Full-text search on PostgreSQL: `to_tsvector('simple', …)` rows per part
-//! of a frame (see [`super::postgres_tsquery::parts`]), the pending queue,
+//! of a frame (see [`super::tsquery::parts`]), the pending queue,
 //! and the ranked query joined through the caller's memories (so nothing of
 //! another namespace can match).
 //!
@@ -7,12 +7,13 @@
 //! parts together, as an FTS5 row of the whole frame would: each phrase is
 //! looked up per part (`bool_or`) and the expression combines the answers.
 
-use sqlx::{PgPool, Postgres, QueryBuilder, Row};
+use sqlx::{PgPool, Postgres, Row};
 
-use super::postgres::{MEMORY_SELECT, memory_from_row, to_u64};
-use super::postgres_puts::with_retry;
-use super::postgres_tsquery::{self, Expr};
-use super::{FrameBatch, IndexLag, ListQuery, PendingObject, SearchRow};
+use super::super::sql::{Dialect, Statement, push_filters, push_visible, rows::memory_from_row};
+use super::super::{FrameBatch, ListQuery, SearchRow};
+use super::puts::with_retry;
+use super::tsquery::{self, Expr};
+use crate::clock::now_ms;
 use crate::storage::StorageError;
 
 /// The parts of one frame, normalized for `to_tsvector`.
@@ -32,9 +33,9 @@ pub(super) async fn index(pool: &PgPool, batch: FrameBatch) -> Result<(), Storag
             .iter()
             .map(|f| FrameParts {
                 idx: i64::from(f.idx),
-                parts: postgres_tsquery::parts(&f.text)
+                parts: tsquery::parts(&f.text)
                     .into_iter()
-                    .map(postgres_tsquery::normalize)
+                    .map(tsquery::normalize)
                     .collect(),
             })
             .collect::<Vec<_>>()
@@ -93,49 +94,20 @@ pub(super) async fn index(pool: &PgPool, batch: FrameBatch) -> Result<(), Storag
     .await
 }
 
-/// Objects waiting for the index, oldest first.
-pub(super) async fn pending(pool: &PgPool, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
-    let rows =
-        sqlx::query("SELECT hash, bytes FROM search_pending ORDER BY queued_at, hash LIMIT $1")
-            .bind(i64::from(limit))
-            .fetch_all(pool)
-            .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(PendingObject {
-                hash: r.try_get("hash")?,
-                bytes: to_u64(r.try_get("bytes")?),
-            })
-        })
-        .collect()
-}
-
-/// Objects and bytes waiting.
-pub(super) async fn lag(pool: &PgPool) -> Result<IndexLag, StorageError> {
-    let row =
-        sqlx::query("SELECT COUNT(*)::BIGINT, COALESCE(SUM(bytes), 0)::BIGINT FROM search_pending")
-            .fetch_one(pool)
-            .await?;
-    Ok(IndexLag {
-        objects: to_u64(row.try_get(0)?),
-        bytes: to_u64(row.try_get(1)?),
-    })
-}
-
 /// Memories whose frames match `expression` (an FTS5 expression), best `ts_rank` first.
 pub(super) async fn search(
     pool: &PgPool,
     expression: &str,
     filter: &ListQuery,
 ) -> Result<Vec<SearchRow>, StorageError> {
-    let expr = postgres_tsquery::parse(expression).map_err(StorageError::Database)?;
+    let expr = tsquery::parse(expression).map_err(StorageError::Database)?;
     let any = expr
         .phrases()
         .iter()
         .map(|p| p.tsquery())
         .collect::<Vec<_>>()
         .join(" | ");
-    let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(
+    let mut sql = Statement::new(
         "WITH cand AS (SELECT p.hash, p.idx, p.body FROM search_parts p \
          WHERE p.body @@ to_tsquery('simple', ",
     );
@@ -150,7 +122,7 @@ pub(super) async fn search(
         "), best AS (SELECT hash, MAX(rank) AS rank, array_agg(idx ORDER BY rank DESC, idx) AS frames \
          FROM hits GROUP BY hash) ",
     );
-    sql.push(MEMORY_SELECT.replacen(
+    sql.push(&Postgres::MEMORY_SELECT.replacen(
         "SELECT ",
         "SELECT (-b.rank)::FLOAT8 AS score, b.frames AS frames, ",
         1,
@@ -158,6 +130,7 @@ pub(super) async fn search(
     sql.push(" JOIN best b ON b.hash = m.id WHERE m.namespace = ")
         .push_bind(filter.namespace.clone());
     push_filters(&mut sql, filter);
+    push_visible(&mut sql, now_ms());
     sql.push(" ORDER BY b.rank DESC, m.id LIMIT ")
         .push_bind(i64::from(filter.limit));
     // The planner prices a sequential scan of `search_parts` without its
@@ -168,13 +141,13 @@ pub(super) async fn search(
     sqlx::query("SET LOCAL enable_seqscan = off")
         .execute(&mut *tx)
         .await?;
-    let rows = sql.build().fetch_all(&mut *tx).await?;
+    let rows = sql.query::<Postgres>().fetch_all(&mut *tx).await?;
     tx.commit().await?;
     rows.iter()
         .map(|row| {
             let frames: Vec<i64> = row.try_get("frames")?;
             Ok(SearchRow {
-                record: memory_from_row(row)?,
+                record: memory_from_row::<Postgres>(row)?,
                 score: row.try_get("score")?,
                 frames: frames
                     .into_iter()
@@ -186,7 +159,7 @@ pub(super) async fn search(
 }
 
 /// The expression over a frame's parts: a phrase holds when some part has it.
-fn push_match(sql: &mut QueryBuilder<Postgres>, expr: &Expr) {
+fn push_match(sql: &mut Statement, expr: &Expr) {
     let (left, op, right) = match expr {
         Expr::Phrase { .. } => {
             sql.push("bool_or(body @@ to_tsquery('simple', ")
@@ -203,32 +176,4 @@ fn push_match(sql: &mut QueryBuilder<Postgres>, expr: &Expr) {
     sql.push(op);
     push_match(sql, right);
     sql.push(")");
-}
-
-/// The field filters of a listing, on memories `m`.
-pub(super) fn push_filters(sql: &mut QueryBuilder<Postgres>, query: &ListQuery) {
-    let exact = [
-        ("m.type", &query.kind),
-        ("m.subtype", &query.subtype),
-        ("m.thread", &query.thread),
-        ("m.checkpoint", &query.checkpoint),
-        ("m.directory", &query.directory),
-    ];
-    for (column, value) in exact {
-        if let Some(value) = value {
-            sql.push(format!(" AND {column} = "))
-                .push_bind(value.clone());
-        }
-    }
-    if let Some(tag) = &query.tag {
-        sql.push(" AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.namespace = m.namespace AND t.id = m.id AND t.tag = ")
-            .push_bind(tag.clone())
-            .push(")");
-    }
-    if let Some(since) = query.since {
-        sql.push(" AND m.created_at >= ").push_bind(since);
-    }
-    if let Some(until) = query.until {
-        sql.push(" AND m.created_at < ").push_bind(until);
-    }
 }

@@ -1,9 +1,9 @@
 //! Tests of the SQLite search: an empty index, and the first pass's three
 //! ways out (crowded out, a tie at its cut, frames beyond it).
 
-use super::super::MetaStore;
-use super::super::sqlite::SqliteMetaStore;
+use super::super::SqliteMetaStore;
 use super::*;
+use crate::storage::meta::{IndexLag, ListQuery, MetaStore};
 
 #[tokio::test]
 async fn an_empty_index_answers_a_search_with_nothing() {
@@ -21,7 +21,7 @@ async fn an_empty_index_answers_a_search_with_nothing() {
     assert_eq!(store.index_lag().await.unwrap().objects, 1);
     let batch = FrameBatch {
         hash: "ab".repeat(32),
-        frames: vec![super::super::IndexedFrame {
+        frames: vec![crate::storage::meta::IndexedFrame {
             idx: 0,
             text: "zebra zebra".into(),
         }],
@@ -38,19 +38,19 @@ async fn an_empty_index_answers_a_search_with_nothing() {
 
 /// Puts `data` raw as memory `hash` of `namespace` (not indexed yet).
 async fn put_raw(store: &SqliteMetaStore, hash: &str, namespace: &str, data: &[u8]) {
-    let object = super::super::ObjectRecord {
+    let object = crate::storage::meta::ObjectRecord {
         hash: hash.to_owned(),
         bytes: data.len() as u64,
         lines: 1,
         stored_bytes: data.len() as u64,
-        layout: super::super::Layout::Raw,
+        layout: crate::storage::meta::Layout::Raw,
         data: Some(data.to_vec()),
         frames: Vec::new(),
     };
     store
-        .put(super::super::NewMemory {
+        .put(crate::storage::meta::NewMemory {
             namespace: namespace.into(),
-            fields: super::super::MemoryFields::default(),
+            fields: crate::storage::meta::MemoryFields::default(),
             tokens: 1,
             token_method: "x".into(),
             summary: "s".into(),
@@ -74,7 +74,7 @@ async fn store_with(
         let frames = frames
             .iter()
             .enumerate()
-            .map(|(idx, text)| super::super::IndexedFrame {
+            .map(|(idx, text)| crate::storage::meta::IndexedFrame {
                 idx: idx as u32,
                 text: text.clone(),
             })

@@ -1,0 +1,46 @@
+//! The ledger's tables in SQLite: batched additions on the writer thread
+//! (the totals are read by the shared queries, [`super::super::sql`]).
+
+use rusqlite::Connection;
+
+use super::super::LedgerBatch;
+use crate::storage::StorageError;
+
+/// Adds counters and usage and sets calibrations (inside the writer's transaction).
+pub(super) fn write(conn: &Connection, batch: &LedgerBatch) -> Result<(), StorageError> {
+    let mut counter = conn.prepare_cached(
+        "INSERT INTO ledger_counters (namespace, name, value, cost_usd) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (namespace, name) DO UPDATE SET value = value + excluded.value, \
+         cost_usd = cost_usd + excluded.cost_usd",
+    )?;
+    for c in &batch.counters {
+        counter.execute((&c.namespace, &c.name, c.value, c.cost_usd))?;
+    }
+    let mut usage = conn.prepare_cached(
+        "INSERT INTO ledger_usage (namespace, model, day, input_tokens, output_tokens, cost_usd, reports) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (namespace, model, day) DO UPDATE SET \
+         input_tokens = input_tokens + excluded.input_tokens, \
+         output_tokens = output_tokens + excluded.output_tokens, \
+         cost_usd = cost_usd + excluded.cost_usd, reports = reports + excluded.reports",
+    )?;
+    for u in &batch.usage {
+        usage.execute((
+            &u.namespace,
+            &u.model,
+            &u.day,
+            u.input_tokens,
+            u.output_tokens,
+            u.cost_usd,
+            u.reports,
+        ))?;
+    }
+    let mut calibration = conn.prepare_cached(
+        "INSERT INTO ledger_calibration (namespace, model, factor, samples, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (namespace, model) DO UPDATE SET \
+         factor = excluded.factor, samples = excluded.samples, updated_at = excluded.updated_at",
+    )?;
+    for c in &batch.calibrations {
+        calibration.execute((&c.namespace, &c.model, c.factor, c.samples, c.updated_at))?;
+    }
+    Ok(())
+}
