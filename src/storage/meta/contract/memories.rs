@@ -229,3 +229,36 @@ pub(in crate::storage::meta) async fn framed_objects_keep_their_frame_index(
     assert_eq!(object.frames, put.object.frames);
     assert_eq!(object.layout, Layout::Blob);
 }
+
+/// A put answers the memory as a get reads it back (tags sorted, once
+/// each), whether it created the memory or merged into it.
+pub(in crate::storage::meta) async fn a_put_answers_the_memory_as_a_get_reads_it(
+    store: Arc<dyn MetaStore>,
+) {
+    let mut put = raw_put("a", "tagged content", 5);
+    put.fields.tags = vec!["b".into(), "a".into(), "b".into()];
+    put.fields.title = Some("title".into());
+    let created = store.put(put.clone()).await.unwrap();
+    assert!(created.created && created.object_created);
+    let read = store.get("a", &created.record.id).await.unwrap().unwrap();
+    assert_eq!(created.record.fields, read.fields);
+    assert_eq!(read.fields.tags, ["a", "b"]);
+    assert_eq!(
+        (
+            created.record.bytes,
+            created.record.lines,
+            created.record.tokens
+        ),
+        (read.bytes, read.lines, read.tokens)
+    );
+    // Another namespace over the stored object, and a merge: the same again.
+    put.namespace = "b".into();
+    let shared = store.put(put.clone()).await.unwrap();
+    assert!(shared.created && !shared.object_created);
+    assert_eq!(shared.record.fields.tags, ["a", "b"]);
+    put.fields.tags = vec!["c".into()];
+    let merged = store.put(put).await.unwrap();
+    let read = store.get("b", &merged.record.id).await.unwrap().unwrap();
+    assert_eq!(merged.record.fields, read.fields);
+    assert_eq!(read.fields.tags, ["a", "b", "c"]);
+}
