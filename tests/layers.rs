@@ -76,3 +76,84 @@ fn the_domain_names_no_framework_driver_or_http_client() {
         found.join("\n")
     );
 }
+
+/// The modules of `src/http` that hold route handlers (a `#[utoipa::path`).
+fn handler_modules() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.map(|e| e.path()).unwrap_or_default();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if path.extension().is_some_and(|e| e == "rs") && text.contains("#[utoipa::path") {
+            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+            found.push(name.into_owned());
+        }
+    }
+    found
+}
+
+/// The first path segments named after `crate::http::` in `code` (groups
+/// may span lines): `crate::http::views::X` → `views`;
+/// `crate::http::{search, stats}` → both.
+fn http_modules_named(code: &str) -> Vec<String> {
+    let mut named = Vec::new();
+    for rest in code.split("crate::http::").skip(1) {
+        let items: Vec<&str> = match rest.strip_prefix('{') {
+            Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
+            None => vec![rest],
+        };
+        for item in items {
+            let segment: String = item
+                .trim()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !segment.is_empty() {
+                named.push(segment);
+            }
+        }
+    }
+    named
+}
+
+#[test]
+fn mcp_tools_call_the_domain_not_the_rest_handlers() {
+    let handlers = handler_modules();
+    assert!(
+        handlers.iter().any(|h| h == "search") && handlers.iter().any(|h| h == "memories"),
+        "the handler modules were not found: {handlers:?}"
+    );
+    assert_eq!(
+        http_modules_named("use crate::http::{search, stats::view};"),
+        ["search", "stats"]
+    );
+    assert_eq!(
+        http_modules_named(
+            "use crate::http::views::{\n    A, B,\n};\nuse crate::http::{\n    error,\n    memories,\n};"
+        ),
+        ["views", "error", "memories"]
+    );
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http/mcp"),
+        &mut files,
+    );
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let code: Vec<&str> = text
+            .lines()
+            .map(|line| line.split("//").next().unwrap_or(""))
+            .collect();
+        for module in http_modules_named(&code.join("\n")) {
+            if handlers.contains(&module) {
+                found.push(format!("{} names crate::http::{module}", file.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "MCP reaches into REST handlers:\n{}",
+        found.join("\n")
+    );
+}

@@ -1,6 +1,7 @@
 //! The domain: memories, slicing, summaries, pointers. No HTTP, no SQL here.
 
 pub mod access;
+pub mod api_put;
 pub mod compress;
 pub mod content;
 mod error;

@@ -52,6 +52,20 @@ impl Filters {
     }
 }
 
+/// The page size a request asks for (`default` when it gives none), or a
+/// 400 naming `limit` when it lies outside 1..=`max`.
+pub fn limit(given: Option<u32>, default: u32, max: u32) -> Result<u32, AppError> {
+    let limit = given.unwrap_or(default);
+    if (1..=max).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(
+            AppError::bad_request(format!("`limit` must be between 1 and {max}"))
+                .with("field", "limit"),
+        )
+    }
+}
+
 /// A time given as Unix seconds or RFC 3339, in Unix milliseconds.
 pub fn parse_time(field: &'static str, text: &str) -> Result<i64, AppError> {
     if let Ok(seconds) = text.parse::<i64>() {

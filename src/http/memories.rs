@@ -17,8 +17,9 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use super::filters::Filters;
+use super::filters::{Filters, limit};
 use super::views::{Binary, ListView, MemoryView, PutView, RedactedView};
+use crate::domain::api_put;
 use crate::domain::fields::FieldsInput;
 use crate::domain::ids::IdRef;
 
@@ -109,15 +110,14 @@ pub async fn put(
             let body = read_json(request.into_body(), state.config.max_json_bytes).await?;
             let (fields, content) = body.fields(params);
             let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(content))]);
-            state.memories.put(ns, fields, content).await?
+            api_put::put(&state.memories, &state.ledger, ns, fields, content).await?
         }
         media_type => {
             let fields = params.fields(media_type);
             let body = request.into_body().into_data_stream();
-            state.memories.put(ns, fields, body).await?
+            api_put::put(&state.memories, &state.ledger, ns, fields, body).await?
         }
     };
-    state.ledger.account_put(ns, &stored).await;
     let status = if stored.deduplicated {
         StatusCode::OK
     } else {
@@ -275,12 +275,7 @@ pub async fn list(
     caller: Caller,
     ApiQuery(mut params): ApiQuery<ListParams>,
 ) -> Result<Json<ListView>, AppError> {
-    let limit = params.limit.unwrap_or(50);
-    if !(1..=crate::domain::memories::MAX_PAGE).contains(&limit) {
-        return Err(
-            AppError::bad_request("`limit` must be between 1 and 200").with("field", "limit")
-        );
-    }
+    let limit = limit(params.limit, 50, crate::domain::memories::MAX_PAGE)?;
     let mut query = params.filters().query(caller.namespace, limit + 1)?;
     query.after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     let mut records = state.memories.list(query).await?;

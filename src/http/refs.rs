@@ -9,6 +9,7 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::ApiQuery;
+use super::filters::limit;
 use super::views::rfc3339;
 use crate::domain::search::MAX_REFS;
 use crate::storage::meta::{ListQuery, MemoryRecord};
@@ -92,12 +93,7 @@ pub async fn get(
         )
         .with("field", "thread"));
     }
-    let limit = params.limit.unwrap_or(50);
-    if !(1..=MAX_REFS).contains(&limit) {
-        return Err(
-            AppError::bad_request("`limit` must be between 1 and 200").with("field", "limit")
-        );
-    }
+    let limit = limit(params.limit, 50, MAX_REFS)?;
     let filter = ListQuery {
         namespace: caller.namespace,
         thread: params.thread,

@@ -10,9 +10,10 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::views::{BudgetView, CalibrationView};
 use crate::domain::DomainError;
 use crate::domain::ledger::budget::round_usd;
-use crate::domain::ledger::{Calibration, Limits, MAX_REPORT_TOKENS, Spend, UsageReport};
+use crate::domain::ledger::{MAX_REPORT_TOKENS, UsageReport};
 use crate::domain::pricing::Price;
 
 /// Usage as the provider reported it for one call.
@@ -64,54 +65,6 @@ pub struct TodayView {
     pub tokens: u64,
     /// Their cost, USD.
     pub cost_usd: f64,
-}
-
-/// A namespace's daily budget and what is left of it (null: no such budget).
-#[derive(Serialize, ToSchema)]
-pub struct BudgetView {
-    /// Daily token limit.
-    pub tokens_limit: Option<u64>,
-    /// Tokens left today.
-    pub tokens_remaining: Option<u64>,
-    /// Daily cost limit, USD.
-    pub cost_limit_usd: Option<f64>,
-    /// USD left today.
-    pub cost_remaining_usd: Option<f64>,
-    /// When the budget resets: the next UTC midnight (RFC 3339).
-    pub resets_at: String,
-}
-
-impl BudgetView {
-    /// The budget view of `limits` after `spent`.
-    pub fn new(limits: Limits, spent: Spend, resets_at: chrono::DateTime<chrono::Utc>) -> Self {
-        Self {
-            tokens_limit: limits.tokens,
-            tokens_remaining: limits.tokens.map(|l| l.saturating_sub(spent.tokens)),
-            cost_limit_usd: limits.cost_usd,
-            cost_remaining_usd: limits
-                .cost_usd
-                .map(|l| round_usd((l - spent.cost_usd).max(0.0))),
-            resets_at: resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        }
-    }
-}
-
-/// A learned calibration factor (reported / estimated input tokens).
-#[derive(Serialize, ToSchema)]
-pub struct CalibrationView {
-    /// Multiplies Cairn's estimates for this model (1 until learned).
-    pub factor: f64,
-    /// Reports it was learned from.
-    pub samples: i64,
-}
-
-impl From<Calibration> for CalibrationView {
-    fn from(c: Calibration) -> Self {
-        Self {
-            factor: (c.factor * 1e4).round() / 1e4,
-            samples: c.samples,
-        }
-    }
 }
 
 /// What a usage report was recorded as.

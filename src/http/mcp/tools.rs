@@ -13,15 +13,19 @@ use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use serde::Serialize;
 
 use super::params::{FetchArgs, GrepArgs, PutArgs, QueryArgs, SearchArgs, StatsArgs};
+use crate::domain::api_put;
 use crate::domain::fields::FieldsInput;
 use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
 use crate::domain::ids::IdRef;
+use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS};
 use crate::domain::uri::{MemUri, Selector};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
-use crate::http::views::{GrepView, MemoryView, PutView, QueryView, RedactedView, SliceView};
-use crate::http::{search, stats};
+use crate::http::filters::{Filters, limit};
+use crate::http::views::{
+    GrepView, MemoryView, PutView, QueryView, RedactedView, SearchView, SliceView, StatsView,
+};
 
 /// What the server tells a model about itself at `initialize`.
 const INSTRUCTIONS: &str = "Cairn stores large tool outputs so they need not stay in your context. \
@@ -156,7 +160,7 @@ tokens and cost saved, search index lag."
         Parameters(_): Parameters<StatsArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let caller = caller(&parts)?;
-        Ok(answer(stats::view(&self.state, caller.namespace).await))
+        Ok(answer(stats(&self.state, caller).await))
     }
 }
 
@@ -187,15 +191,8 @@ impl CairnTools {
             pinned: args.pinned,
         };
         let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(args.content))]);
-        let stored = self
-            .state
-            .memories
-            .put(&caller.namespace, fields, content)
-            .await?;
-        self.state
-            .ledger
-            .account_put(&caller.namespace, &stored)
-            .await;
+        let (memories, ledger) = (&self.state.memories, &self.state.ledger);
+        let stored = api_put::put(memories, ledger, &caller.namespace, fields, content).await?;
         Ok(PutView {
             redacted: RedactedView::new(stored.redacted.as_ref()),
             memory: MemoryView::new(stored.record, self.state.memories.limits()),
@@ -303,20 +300,24 @@ pub(crate) async fn search(
     state: &AppState,
     caller: Caller,
     args: SearchArgs,
-) -> Result<search::SearchView, AppError> {
-    let params = search::SearchParams {
-        q: args.query,
+) -> Result<SearchView, AppError> {
+    let filters = Filters {
         kind: args.kind,
-        subtype: None,
         tag: args.tag,
         thread: args.thread,
-        checkpoint: None,
-        directory: None,
-        since: None,
-        until: None,
-        limit: args.limit,
+        ..Filters::default()
     };
-    search::find(state, caller.namespace, params).await
+    let limit = limit(args.limit, DEFAULT_RESULTS, MAX_RESULTS)?;
+    let filter = filters.query(caller.namespace, limit)?;
+    let results = state.search.search(&args.query, filter).await?;
+    Ok(results.into())
+}
+
+/// `memory_stats`: the figures of the caller's namespace.
+async fn stats(state: &AppState, caller: Caller) -> Result<StatsView, AppError> {
+    let stats = state.ledger.stats(&caller.namespace).await?;
+    let lag = state.search.lag().await?;
+    Ok(StatsView::new(caller.namespace, stats, lag))
 }
 
 /// The caller that the authentication layer put into the HTTP request.

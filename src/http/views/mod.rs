@@ -12,6 +12,15 @@ use crate::domain::jq_query::JqResult;
 use crate::domain::slicing::{Slice, SliceLimits, byte_uri, line_uri};
 use crate::storage::meta::MemoryRecord;
 
+mod search;
+mod stats;
+
+pub use search::{HitView, SearchResultView, SearchView};
+pub use stats::{
+    BudgetView, CalibrationView, GovernorTiersView, ModelCalibrationView, PromptCacheView,
+    PutsView, SavedView, SearchIndexView, StatsView, UsageStatsView, UsageTotalsView,
+};
+
 /// A memory's metadata and summary (never its content).
 #[derive(Serialize, ToSchema)]
 pub struct MemoryView {
