@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::storage::meta::{AccessUpdate, MetaStore};
+use crate::storage::meta::{AccessUpdate, MemoryStore};
 
 /// Pending (last read, read count) per (namespace, id).
 #[derive(Default)]
@@ -26,7 +26,7 @@ impl AccessRecorder {
     }
 
     /// Writes what is pending.
-    pub async fn flush(&self, meta: &dyn MetaStore) {
+    pub async fn flush(&self, meta: &dyn MemoryStore) {
         let updates: Vec<AccessUpdate> = match self.pending.lock() {
             Ok(mut pending) => pending
                 .drain()
@@ -50,7 +50,7 @@ impl AccessRecorder {
     /// Flushes every `period` until the recorder is dropped elsewhere.
     pub fn spawn_flusher(
         self: &Arc<Self>,
-        meta: Arc<dyn MetaStore>,
+        meta: Arc<dyn MemoryStore>,
         period: Duration,
     ) -> tokio::task::JoinHandle<()> {
         let recorder = Arc::downgrade(self);

@@ -18,7 +18,7 @@ use super::pricing::{Pricing, normalize};
 use super::tokens::Counter;
 use crate::metrics::{Metrics, type_label};
 use crate::storage::cache::spend::SharedSpend;
-use crate::storage::meta::{CalibrationRow, MetaStore, UsageQuery, UsageRow};
+use crate::storage::meta::{CalibrationRow, LedgerStore, UsageQuery, UsageRow};
 
 pub mod budget;
 pub mod calibration;
@@ -124,7 +124,7 @@ impl State {
 
 /// The accounting service.
 pub struct Ledger {
-    meta: Arc<dyn MetaStore>,
+    meta: Arc<dyn LedgerStore>,
     config: LedgerConfig,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
@@ -138,11 +138,11 @@ pub struct Ledger {
 
 impl Ledger {
     /// A ledger with built-in prices and no budgets that starts empty (see [`Ledger::open`]).
-    pub fn new(meta: Arc<dyn MetaStore>) -> Self {
+    pub fn new(meta: Arc<dyn LedgerStore>) -> Self {
         Self::empty(meta, LedgerConfig::default(), Arc::new(SystemClock))
     }
 
-    fn empty(meta: Arc<dyn MetaStore>, config: LedgerConfig, clock: Arc<dyn Clock>) -> Self {
+    fn empty(meta: Arc<dyn LedgerStore>, config: LedgerConfig, clock: Arc<dyn Clock>) -> Self {
         let day = clock.now().date_naive();
         Self {
             meta,
@@ -183,7 +183,7 @@ impl Ledger {
 
     /// A ledger that resumes from the store: today's spend and the calibrations.
     pub async fn open(
-        meta: Arc<dyn MetaStore>,
+        meta: Arc<dyn LedgerStore>,
         config: LedgerConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, DomainError> {

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use crate::storage::meta::MetaStore;
 use crate::storage::meta::sqlite::SqliteMetaStore;
 
 struct ManualClock(Mutex<DateTime<Utc>>);

@@ -227,3 +227,26 @@ impl BlobWriter for FsBlobWriter {
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::Arc;
+
+    use super::FsBlobStore;
+    use crate::storage::blob::contract::{BlobSubject, blob_contract_suite};
+
+    /// A fresh store in a temporary directory.
+    async fn open() -> Option<BlobSubject> {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) =
+            FsBlobStore::open(dir.path().join("blobs"), dir.path().join("tmp")).unwrap();
+        Some(BlobSubject {
+            store: Arc::new(store),
+            _keep: vec![dir],
+        })
+    }
+
+    blob_contract_suite!(open);
+}

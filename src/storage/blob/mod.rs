@@ -5,6 +5,8 @@ use bytes::Bytes;
 
 use super::StorageError;
 
+#[cfg(test)]
+mod contract;
 pub mod fs;
 pub mod s3;
 

@@ -21,10 +21,11 @@ use super::object_wire;
 use super::redis::{OBJECTS, RedisCache};
 use crate::storage::StorageError;
 use crate::storage::meta::{
-    AccessUpdate, CalibrationRow, FrameBatch, ImportedMemory, IndexLag, LedgerBatch, LedgerCounter,
-    ListQuery, MemoryRecord, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord,
-    ObjectSummary, PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchRow,
-    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    AccessUpdate, AdminStore, CalibrationRow, FrameBatch, ImportedMemory, IndexLag, LedgerBatch,
+    LedgerCounter, LedgerStore, ListQuery, MemoryRecord, MemoryStore, MetaStore, NamespaceTotals,
+    NewMemory, ObjectLease, ObjectRecord, ObjectStore, ObjectSummary, PendingObject, PruneFilter,
+    PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow, StoreTotals, UnreferencedObject,
+    UsageQuery, UsageRow,
 };
 
 /// How long a removed object's tombstone keeps fills of its record out: far
@@ -90,56 +91,7 @@ impl CachedMetaStore {
 }
 
 #[async_trait]
-impl MetaStore for CachedMetaStore {
-    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
-        let key = self.cache.object_key(hash);
-        if let Some(bytes) = self.cache.get(&key, OBJECTS).await {
-            if let Some(record) = object_wire::decode(&bytes, hash) {
-                return Ok(Some(record));
-            }
-            tracing::warn!(
-                hash,
-                "cached object record unreadable; dropped, asking the store"
-            );
-            self.cache.remove(&key).await;
-        }
-        let found = self.inner.object(hash).await?;
-        if let Some(record) = &found {
-            self.fill(record.clone());
-        }
-        Ok(found)
-    }
-
-    async fn stored_object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
-        self.inner.stored_object(hash).await
-    }
-
-    async fn remove_object_if_unreferenced(
-        &self,
-        hash: &str,
-        idle_before: i64,
-    ) -> Result<bool, StorageError> {
-        let key = self.cache.object_key(hash);
-        let tombstone = self.cache.object_gone_key(hash);
-        if !self
-            .cache
-            .invalidate(&key, &tombstone, TOMBSTONE_HOLD)
-            .await
-        {
-            self.warn_kept(hash);
-            return Ok(false);
-        }
-        self.inner
-            .remove_object_if_unreferenced(hash, idle_before)
-            .await
-    }
-
-    async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
-        let marked = self.inner.mark_corrupt(hash, detail).await?;
-        self.cache.remove(&self.cache.object_key(hash)).await;
-        Ok(marked)
-    }
-
+impl MemoryStore for CachedMetaStore {
     async fn put(&self, memory: NewMemory) -> Result<PutOutcome, StorageError> {
         self.inner.put(memory).await
     }
@@ -169,6 +121,50 @@ impl MetaStore for CachedMetaStore {
         self.inner.record_access(updates).await
     }
 
+    async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
+        // Inserts the object row only if there is none: no row it could change.
+        self.inner.import_memory(memory).await
+    }
+}
+
+#[async_trait]
+impl ObjectStore for CachedMetaStore {
+    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
+        let key = self.cache.object_key(hash);
+        if let Some(bytes) = self.cache.get(&key, OBJECTS).await {
+            if let Some(record) = object_wire::decode(&bytes, hash) {
+                return Ok(Some(record));
+            }
+            tracing::warn!(
+                hash,
+                "cached object record unreadable; dropped, asking the store"
+            );
+            self.cache.remove(&key).await;
+        }
+        let found = self.inner.object(hash).await?;
+        if let Some(record) = &found {
+            self.fill(record.clone());
+        }
+        Ok(found)
+    }
+
+    async fn stored_object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
+        self.inner.stored_object(hash).await
+    }
+
+    async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
+        let marked = self.inner.mark_corrupt(hash, detail).await?;
+        self.cache.remove(&self.cache.object_key(hash)).await;
+        Ok(marked)
+    }
+
+    async fn lease_object(&self, hash: &str) -> Result<Option<ObjectLease>, StorageError> {
+        self.inner.lease_object(hash).await
+    }
+}
+
+#[async_trait]
+impl LedgerStore for CachedMetaStore {
     async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError> {
         self.inner.write_ledger(batch).await
     }
@@ -195,12 +191,10 @@ impl MetaStore for CachedMetaStore {
     async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
         self.inner.store_totals().await
     }
+}
 
-    async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
-        // Inserts the object row only if there is none: no row it could change.
-        self.inner.import_memory(memory).await
-    }
-
+#[async_trait]
+impl SearchIndex for CachedMetaStore {
     async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
         self.inner.search_pending(limit).await
     }
@@ -219,6 +213,29 @@ impl MetaStore for CachedMetaStore {
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
         self.inner.search(expression, filter).await
+    }
+}
+
+#[async_trait]
+impl AdminStore for CachedMetaStore {
+    async fn remove_object_if_unreferenced(
+        &self,
+        hash: &str,
+        idle_before: i64,
+    ) -> Result<bool, StorageError> {
+        let key = self.cache.object_key(hash);
+        let tombstone = self.cache.object_gone_key(hash);
+        if !self
+            .cache
+            .invalidate(&key, &tombstone, TOMBSTONE_HOLD)
+            .await
+        {
+            self.warn_kept(hash);
+            return Ok(false);
+        }
+        self.inner
+            .remove_object_if_unreferenced(hash, idle_before)
+            .await
     }
 
     async fn retention_rows(
@@ -260,11 +277,10 @@ impl MetaStore for CachedMetaStore {
     async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError> {
         self.inner.memories_without_object().await
     }
+}
 
-    async fn lease_object(&self, hash: &str) -> Result<Option<ObjectLease>, StorageError> {
-        self.inner.lease_object(hash).await
-    }
-
+#[async_trait]
+impl MetaStore for CachedMetaStore {
     async fn ping(&self) -> Result<(), StorageError> {
         self.inner.ping().await
     }

@@ -1,6 +1,6 @@
 //! Rows of the retention, GC and verify queries.
 
-use super::Layout;
+use super::records::Layout;
 
 /// Which memories a prune looks at: one namespace, narrowed by exact fields.
 #[derive(Clone, Debug, Default)]

@@ -1,6 +1,6 @@
 //! Rows of the full-text index: what the indexer writes and what a search reads.
 
-use super::MemoryRecord;
+use super::records::MemoryRecord;
 
 /// An object waiting to be indexed.
 #[derive(Clone, Debug, PartialEq, Eq)]

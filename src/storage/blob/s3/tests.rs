@@ -1,5 +1,8 @@
 //! The S3 store's logic over object_store's in-memory store (no server
-//! needed); `tests/s3.rs` runs it against an S3 endpoint.
+//! needed): its key layout, multipart uploads, leftovers and spool files;
+//! and the blob contract, on the in-memory store and against the S3
+//! endpoint `CAIRN_TEST_S3_ENDPOINT` names. `tests/s3.rs` runs the whole
+//! application against that endpoint.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -127,29 +130,6 @@ async fn a_leftover_with_other_bytes_is_replaced_and_one_with_ours_is_kept() {
 }
 
 #[tokio::test]
-async fn missing_and_short_objects_answer_the_errors_reads_expect() {
-    let (store, memory, _dir) = store("p");
-    let hash = "ab".repeat(32);
-    assert!(matches!(
-        store.read_range(&hash, 0, 10).await,
-        Err(StorageError::MissingObject(h)) if h == hash
-    ));
-    memory
-        .put(&store.key_of(&hash), PutPayload::from(vec![7; 100]))
-        .await
-        .unwrap();
-    assert!(matches!(
-        store.read_range(&hash, 90, 20).await,
-        Err(StorageError::Truncated(_))
-    ));
-    assert!(matches!(
-        store.read_range(&hash, 200, 20).await,
-        Err(StorageError::Truncated(_))
-    ));
-    assert_eq!(store.read_range(&hash, 90, 10).await.unwrap().len(), 10);
-}
-
-#[tokio::test]
 async fn delete_quarantine_and_list_skip_what_is_not_an_object() {
     let (store, memory, _dir) = store("p");
     let (a, b) = (pattern(1_000, 4), pattern(1_000, 5));
@@ -213,4 +193,85 @@ async fn an_uncommitted_writer_leaves_nothing_and_open_empties_tmp() {
     let (_, removed) = S3BlobStore::with_store(memory, "p", tmp.clone()).unwrap();
     assert_eq!(removed, 1);
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+}
+
+/// The blob contract over object_store's in-memory store.
+mod contract_in_memory {
+    use std::sync::Arc;
+
+    use crate::storage::blob::contract::{BlobSubject, blob_contract_suite};
+
+    async fn open() -> Option<BlobSubject> {
+        let (store, _memory, dir) = super::store("p");
+        Some(BlobSubject {
+            store: Arc::new(store),
+            _keep: vec![dir],
+        })
+    }
+
+    blob_contract_suite!(open);
+}
+
+/// The blob contract against a real S3 endpoint (moto's server in `.ci/run`),
+/// each test in a bucket of its own.
+mod contract_endpoint {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::super::{S3BlobStore, S3Url};
+    use crate::storage::blob::contract::{BlobSubject, blob_contract_suite};
+
+    /// A store on a new bucket of the endpoint, or `None` (skipped) when no
+    /// endpoint is set or it does not answer; under `CI` that fails instead.
+    async fn open() -> Option<BlobSubject> {
+        let skip = |why: String| {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{why}, and CI must run the S3 tests"
+            );
+            println!("skipped: {why}");
+            None
+        };
+        let Ok(endpoint) = std::env::var("CAIRN_TEST_S3_ENDPOINT") else {
+            return skip("CAIRN_TEST_S3_ENDPOINT is not set".into());
+        };
+        let endpoint = endpoint.trim_end_matches('/').to_owned();
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let bucket = format!(
+            "cairn-contract-{nanos:x}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let created = reqwest::Client::new()
+            .put(format!("{endpoint}/{bucket}"))
+            .timeout(std::time::Duration::from_secs(10))
+            .send()
+            .await;
+        match created {
+            Ok(answer) if answer.status().is_success() => {}
+            Ok(answer) => {
+                return skip(format!(
+                    "cannot create bucket {bucket}: {}",
+                    answer.status()
+                ));
+            }
+            Err(e) => return skip(format!("the S3 endpoint {endpoint} does not answer: {e}")),
+        }
+        let url = S3Url::parse(&format!(
+            "s3://{bucket}/contract/?endpoint={endpoint}&allow_http=true&region=us-east-1\
+             &access_key_id=testing&secret_access_key=testing"
+        ))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = S3BlobStore::open(&url, dir.path().join("tmp")).unwrap();
+        Some(BlobSubject {
+            store: Arc::new(store),
+            _keep: vec![dir],
+        })
+    }
+
+    blob_contract_suite!(open);
 }

@@ -16,6 +16,7 @@ use super::{
     AccessUpdate, ImportedMemory, ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectLease,
     ObjectRecord, PutOutcome,
 };
+use super::{AdminStore, LedgerStore, MemoryStore, ObjectStore, SearchIndex};
 use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
 };
@@ -90,7 +91,7 @@ impl PgMetaStore {
 }
 
 #[async_trait]
-impl MetaStore for PgMetaStore {
+impl MemoryStore for PgMetaStore {
     async fn put(&self, memory: NewMemory) -> Result<PutOutcome, StorageError> {
         puts::put(self.read.pool(), &memory).await
     }
@@ -122,14 +123,33 @@ impl MetaStore for PgMetaStore {
         puts::delete(self.read.pool(), namespace, id).await
     }
 
+    async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {
+        puts::access(self.read.pool(), &updates).await
+    }
+}
+
+#[async_trait]
+impl ObjectStore for PgMetaStore {
     async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
         self.read.object(hash).await
     }
 
-    async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {
-        puts::access(self.read.pool(), &updates).await
+    async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
+        let marked = sqlx::query("UPDATE memories SET corrupt = $1 WHERE id = $2")
+            .bind(detail)
+            .bind(hash)
+            .execute(self.read.pool())
+            .await?;
+        Ok(marked.rows_affected())
     }
 
+    async fn lease_object(&self, hash: &str) -> Result<Option<ObjectLease>, StorageError> {
+        lease::acquire(&self.leases, hash).await.map(Some)
+    }
+}
+
+#[async_trait]
+impl LedgerStore for PgMetaStore {
     async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError> {
         ledger::write(self.read.pool(), &batch).await
     }
@@ -156,7 +176,10 @@ impl MetaStore for PgMetaStore {
     async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
         self.read.store_totals().await
     }
+}
 
+#[async_trait]
+impl SearchIndex for PgMetaStore {
     async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
         self.read.search_pending(limit).await
     }
@@ -176,7 +199,10 @@ impl MetaStore for PgMetaStore {
     ) -> Result<Vec<SearchRow>, StorageError> {
         search::search(self.read.pool(), expression, filter).await
     }
+}
 
+#[async_trait]
+impl AdminStore for PgMetaStore {
     async fn retention_rows(
         &self,
         filter: &PruneFilter,
@@ -224,20 +250,10 @@ impl MetaStore for PgMetaStore {
     async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError> {
         self.read.memories_without_object().await
     }
+}
 
-    async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
-        let marked = sqlx::query("UPDATE memories SET corrupt = $1 WHERE id = $2")
-            .bind(detail)
-            .bind(hash)
-            .execute(self.read.pool())
-            .await?;
-        Ok(marked.rows_affected())
-    }
-
-    async fn lease_object(&self, hash: &str) -> Result<Option<ObjectLease>, StorageError> {
-        lease::acquire(&self.leases, hash).await.map(Some)
-    }
-
+#[async_trait]
+impl MetaStore for PgMetaStore {
     async fn ping(&self) -> Result<(), StorageError> {
         sqlx::query("SELECT 1").execute(self.read.pool()).await?;
         Ok(())

@@ -8,7 +8,9 @@
 use super::PgMetaStore;
 use super::tests::test_store;
 use crate::storage::meta::contract::{hash_of, list_query, raw_put};
-use crate::storage::meta::{FrameBatch, IndexedFrame, MetaStore};
+use crate::storage::meta::{
+    FrameBatch, IndexedFrame, MemoryStore, MetaStore, ObjectStore, SearchIndex,
+};
 
 #[tokio::test]
 async fn a_large_frame_is_indexed_in_parts_and_matches_as_a_whole() {

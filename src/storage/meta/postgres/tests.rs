@@ -15,8 +15,8 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, Executor, PgConnection};
 
 use super::PgMetaStore;
-use crate::storage::meta::MetaStore;
 use crate::storage::meta::contract::{Subject, contract_suite, raw_put};
+use crate::storage::meta::{MemoryStore, MetaStore};
 
 /// A store in a schema of its own; [`TestStore::finish`] drops the schema.
 pub(super) struct TestStore {

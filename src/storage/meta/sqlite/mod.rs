@@ -19,6 +19,7 @@ use super::{
     AccessUpdate, ImportedMemory, ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectRecord,
     PutOutcome,
 };
+use super::{AdminStore, LedgerStore, MemoryStore, ObjectStore, SearchIndex};
 use super::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
 };
@@ -105,7 +106,7 @@ impl SqliteMetaStore {
 }
 
 #[async_trait]
-impl MetaStore for SqliteMetaStore {
+impl MemoryStore for SqliteMetaStore {
     async fn put(&self, memory: NewMemory) -> Result<PutOutcome, StorageError> {
         let (namespace, id) = (memory.namespace.clone(), memory.object.hash.clone());
         let written = self
@@ -158,15 +159,26 @@ impl MetaStore for SqliteMetaStore {
         .await
     }
 
-    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
-        self.read.object(hash).await
-    }
-
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {
         self.send(|reply| WriteCommand::Access(updates, reply))
             .await
     }
+}
 
+#[async_trait]
+impl ObjectStore for SqliteMetaStore {
+    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
+        self.read.object(hash).await
+    }
+
+    async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
+        let write = admin::mark_corrupt(hash.to_owned(), detail.to_owned());
+        self.send(|reply| WriteCommand::Admin(write, reply)).await
+    }
+}
+
+#[async_trait]
+impl LedgerStore for SqliteMetaStore {
     async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError> {
         self.send(|reply| WriteCommand::Ledger(Box::new(batch), reply))
             .await
@@ -194,7 +206,10 @@ impl MetaStore for SqliteMetaStore {
     async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
         self.read.store_totals().await
     }
+}
 
+#[async_trait]
+impl SearchIndex for SqliteMetaStore {
     async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
         self.read.search_pending(limit).await
     }
@@ -215,7 +230,10 @@ impl MetaStore for SqliteMetaStore {
     ) -> Result<Vec<SearchRow>, StorageError> {
         search::search(self.read.pool(), expression, filter).await
     }
+}
 
+#[async_trait]
+impl AdminStore for SqliteMetaStore {
     async fn retention_rows(
         &self,
         filter: &PruneFilter,
@@ -266,12 +284,10 @@ impl MetaStore for SqliteMetaStore {
     async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError> {
         self.read.memories_without_object().await
     }
+}
 
-    async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
-        let write = admin::mark_corrupt(hash.to_owned(), detail.to_owned());
-        self.send(|reply| WriteCommand::Admin(write, reply)).await
-    }
-
+#[async_trait]
+impl MetaStore for SqliteMetaStore {
     async fn ping(&self) -> Result<(), StorageError> {
         sqlx::query("SELECT 1").execute(self.read.pool()).await?;
         if self.writer.is_closed() {

@@ -3,7 +3,7 @@
 
 use super::super::SqliteMetaStore;
 use super::*;
-use crate::storage::meta::{IndexLag, ListQuery, MetaStore};
+use crate::storage::meta::{IndexLag, ListQuery, MemoryStore, MetaStore, SearchIndex};
 
 #[tokio::test]
 async fn an_empty_index_answers_a_search_with_nothing() {
