@@ -25,10 +25,14 @@ use crate::storage::blob::BlobStore;
 use crate::storage::blob::fs::FsBlobStore;
 use crate::storage::blob::s3::{S3BlobStore, S3Url};
 use crate::storage::cache::redis::{RedisCache, RedisSettings};
-use crate::storage::cache::{CachedBlobStore, CachedMetaStore};
+use crate::storage::cache::{CachedBlobStore, CachedMetaStore, LocalObjectCache};
 use crate::storage::meta::MetaStore;
 use crate::storage::meta::postgres::PgMetaStore;
 use crate::storage::meta::sqlite::SqliteMetaStore;
+
+/// Bytes of object records (frame indexes, inline data) this process keeps
+/// in memory, so that paging through a memory reads its record once.
+const OBJECT_RECORD_CACHE_BYTES: u64 = 32 << 20;
 
 /// A built application: its state and the background work to stop with it.
 pub struct App {
@@ -120,6 +124,11 @@ impl App {
         .with_redaction(config.redact)
         .with_frame_cache(Arc::new(FrameCache::new(
             config.frame_cache_bytes,
+            metrics.clone(),
+        )))
+        .with_objects(Arc::new(LocalObjectCache::new(
+            meta.clone(),
+            OBJECT_RECORD_CACHE_BYTES,
             metrics.clone(),
         )))
         .with_metrics(metrics.clone());

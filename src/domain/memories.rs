@@ -20,7 +20,7 @@ use super::tokens::stream::content_tokens;
 use super::{DomainError, now_ms};
 use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
-use crate::storage::meta::{ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectRecord};
+use crate::storage::meta::{ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectStore};
 
 mod reads;
 
@@ -64,7 +64,9 @@ pub struct Memories {
     blobs: Arc<dyn BlobStore>,
     ingest: IngestConfig,
     limits: SliceLimits,
-    objects: moka::sync::Cache<String, Arc<ObjectRecord>>,
+    /// Where object records are read: the metadata store, or a cache in
+    /// front of it ([`Memories::with_objects`]).
+    objects: Arc<dyn ObjectStore>,
     /// Memories recently opened for reading, so that paging through one
     /// memory costs no metadata query per slice. Entries live 2 s and are
     /// dropped at once when this process puts or deletes the memory.
@@ -93,28 +95,16 @@ impl Memories {
         limits: SliceLimits,
         access: Arc<AccessRecorder>,
     ) -> Self {
-        let objects = moka::sync::Cache::builder()
-            .weigher(|_: &String, o: &Arc<ObjectRecord>| {
-                let weight = 256
-                    + o.data.as_ref().map_or(0, Vec::len)
-                    + o.frames
-                        .iter()
-                        .map(|f| 64 + f.pages.len() * 8)
-                        .sum::<usize>();
-                u32::try_from(weight).unwrap_or(u32::MAX)
-            })
-            .max_capacity(32 << 20)
-            .build();
         let opened = moka::sync::Cache::builder()
             .max_capacity(10_000)
             .time_to_live(std::time::Duration::from_secs(2))
             .build();
         Self {
+            objects: meta.clone(),
             meta,
             blobs,
             ingest,
             limits,
-            objects,
             opened,
             access,
             summary_chars: SUMMARY_CHARS,
@@ -130,6 +120,14 @@ impl Memories {
     #[must_use]
     pub fn with_frame_cache(mut self, cache: Arc<FrameCache>) -> Self {
         self.frame_cache = Some(cache);
+        self
+    }
+
+    /// Reads object records through `objects` (a cache in front of the
+    /// metadata store) instead of the store itself.
+    #[must_use]
+    pub fn with_objects(mut self, objects: Arc<dyn ObjectStore>) -> Self {
+        self.objects = objects;
         self
     }
 
@@ -373,23 +371,14 @@ impl Memories {
                 record
             }
         };
-        let cached = self.objects.get(&record.id);
-        self.metrics.cache("object_meta", cached.is_some());
         let object =
-            match cached {
-                Some(object) => object,
-                None => {
-                    let object = self.meta.object(&record.id).await?.ok_or_else(|| {
-                        DomainError::Corrupt {
-                            id: record.id.clone(),
-                            detail: "its object record is missing".into(),
-                        }
-                    })?;
-                    let object = Arc::new(object);
-                    self.objects.insert(record.id.clone(), object.clone());
-                    object
-                }
-            };
+            self.objects
+                .object(&record.id)
+                .await?
+                .ok_or_else(|| DomainError::Corrupt {
+                    id: record.id.clone(),
+                    detail: "its object record is missing".into(),
+                })?;
         if let Some(detail) = &record.corrupt {
             return Err(DomainError::Corrupt {
                 id: record.id.clone(),

@@ -273,7 +273,7 @@ impl Portable {
                                 detail: "its object record is missing".into(),
                             })?;
                     let size = object.bytes;
-                    let reader = ObjectReader::new(Arc::new(object), blobs.clone());
+                    let reader = ObjectReader::new(object, blobs.clone());
                     let path = format!("objects/{}", memory.id);
                     send(&mut tx, tar_io::header(&path, size, mtime)?).await?;
                     let mut body = std::pin::pin!(

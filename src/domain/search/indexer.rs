@@ -136,7 +136,7 @@ async fn index_object(
         return Ok(());
     };
     let size = object.bytes;
-    let mut reader = ObjectReader::new(Arc::new(object), blobs.clone()).sequential(size);
+    let mut reader = ObjectReader::new(object, blobs.clone()).sequential(size);
     let frames = frame_count(&reader);
     let mut text_bytes = 0;
     for idx in 0..frames {

@@ -149,7 +149,7 @@ impl Search {
         let Some(object) = self.meta.object(id).await? else {
             return Ok(Vec::new());
         };
-        let mut reader = ObjectReader::new(Arc::new(object), self.blobs.clone());
+        let mut reader = ObjectReader::new(object, self.blobs.clone());
         let mut found: Vec<Hit> = Vec::new();
         let mut productive = 0;
         for &idx in frames.iter().take(FRAMES_READ) {

@@ -54,7 +54,7 @@ impl CachedMetaStore {
     }
 
     /// Caches `record` in the background: a request never waits for the cache.
-    fn fill(&self, record: ObjectRecord) {
+    fn fill(&self, record: Arc<ObjectRecord>) {
         let cache = self.cache.clone();
         tokio::spawn(async move {
             let Some(bytes) = object_wire::encode(&record) else {
@@ -129,11 +129,11 @@ impl MemoryStore for CachedMetaStore {
 
 #[async_trait]
 impl ObjectStore for CachedMetaStore {
-    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
+    async fn object(&self, hash: &str) -> Result<Option<Arc<ObjectRecord>>, StorageError> {
         let key = self.cache.object_key(hash);
         if let Some(bytes) = self.cache.get(&key, OBJECTS).await {
             if let Some(record) = object_wire::decode(&bytes, hash) {
-                return Ok(Some(record));
+                return Ok(Some(Arc::new(record)));
             }
             tracing::warn!(
                 hash,
@@ -143,7 +143,7 @@ impl ObjectStore for CachedMetaStore {
         }
         let found = self.inner.object(hash).await?;
         if let Some(record) = &found {
-            self.fill(record.clone());
+            self.fill(Arc::clone(record));
         }
         Ok(found)
     }

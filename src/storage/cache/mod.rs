@@ -8,9 +8,11 @@
 //! stale or damaged entry is dropped and the store answers instead. The blob
 //! wrapper is for the read path only; verify and GC look at the blob store
 //! itself. The metadata wrapper is every component's metadata store, so that
-//! GC's removals invalidate the records (see `meta.rs`).
+//! GC's removals invalidate the records (see `meta.rs`). In front of either,
+//! a [`LocalObjectCache`] keeps object records in this process's memory.
 
 pub mod breaker;
+mod local_objects;
 mod meta;
 mod object_wire;
 pub mod redis;
@@ -21,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 
+pub use self::local_objects::LocalObjectCache;
 pub use self::meta::CachedMetaStore;
 use self::redis::{FRAMES, RedisCache};
 use super::StorageError;

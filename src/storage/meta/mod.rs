@@ -1,5 +1,7 @@
 //! The metadata store: memories, objects, frame indexes and inline content.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use super::StorageError;
@@ -53,13 +55,14 @@ pub trait MemoryStore: Send + Sync {
 /// their records with frame indexes, leases across processes, corruption marks.
 #[async_trait]
 pub trait ObjectStore: Send + Sync {
-    /// An object with its frame index and inline data (possibly from a cache).
-    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError>;
+    /// An object with its frame index and inline data (possibly from a
+    /// cache, shared with its other readers).
+    async fn object(&self, hash: &str) -> Result<Option<Arc<ObjectRecord>>, StorageError>;
     /// The object as the store itself holds it now, never from a cache: for
     /// decisions a stale answer would make unsafe (a put relying on a stored
     /// object instead of its own file, GC, verify).
     async fn stored_object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
-        self.object(hash).await
+        Ok(self.object(hash).await?.map(Arc::unwrap_or_clone))
     }
     /// Marks every memory of this object corrupt; answers how many.
     async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError>;

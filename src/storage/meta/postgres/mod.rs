@@ -5,6 +5,7 @@
 //! (migrations/postgres).
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -130,8 +131,8 @@ impl MemoryStore for PgMetaStore {
 
 #[async_trait]
 impl ObjectStore for PgMetaStore {
-    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
-        self.read.object(hash).await
+    async fn object(&self, hash: &str) -> Result<Option<Arc<ObjectRecord>>, StorageError> {
+        Ok(self.read.object(hash).await?.map(Arc::new))
     }
 
     async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {

@@ -5,6 +5,7 @@
 //! (see [`writer`]).
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -167,8 +168,8 @@ impl MemoryStore for SqliteMetaStore {
 
 #[async_trait]
 impl ObjectStore for SqliteMetaStore {
-    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
-        self.read.object(hash).await
+    async fn object(&self, hash: &str) -> Result<Option<Arc<ObjectRecord>>, StorageError> {
+        Ok(self.read.object(hash).await?.map(Arc::new))
     }
 
     async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
