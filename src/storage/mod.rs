@@ -25,6 +25,17 @@ pub enum StorageError {
     /// The backend is shutting down or unreachable.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// Not the storage's failure but Cairn's own around it: a blocking task
+    /// that panicked or was cancelled, a writer used after it failed.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl StorageError {
+    /// An internal failure (see [`StorageError::Internal`]).
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        Self::Internal(cause.to_string())
+    }
 }
 
 impl From<std::io::Error> for StorageError {

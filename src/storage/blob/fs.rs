@@ -55,7 +55,7 @@ impl BlobStore for FsBlobStore {
         let (path, hash) = (self.path_of(hash), hash.to_owned());
         tokio::task::spawn_blocking(move || read_file_range(&path, &hash, offset, len))
             .await
-            .map_err(|e| StorageError::Io(io::Error::other(e)))?
+            .map_err(StorageError::internal)?
     }
 
     async fn read_range_then(
@@ -70,7 +70,7 @@ impl BlobStore for FsBlobStore {
             read_file_range(&path, &hash, offset, len).map(|data| transform(data))
         })
         .await
-        .map_err(|e| StorageError::Io(io::Error::other(e)))?
+        .map_err(StorageError::internal)?
     }
 
     async fn delete(&self, hash: &str) -> Result<(), StorageError> {
@@ -170,8 +170,7 @@ fn list_objects(root: &Path) -> io::Result<Vec<BlobEntry>> {
 
 /// Reads `len` bytes at `offset` of the object file at `path`.
 fn read_file_range(path: &Path, hash: &str, offset: u64, len: u64) -> Result<Bytes, StorageError> {
-    let len =
-        usize::try_from(len).map_err(|_| StorageError::Io(io::Error::other("range too large")))?;
+    let len = usize::try_from(len).map_err(|_| StorageError::internal("range too large"))?;
     let file = File::open(path).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => StorageError::MissingObject(hash.to_owned()),
         _ => StorageError::from(e),
@@ -197,7 +196,7 @@ impl BlobWriter for FsBlobWriter {
         let mut file = self
             .file
             .take()
-            .ok_or_else(|| StorageError::Io(io::Error::other("write after a failed write")))?;
+            .ok_or_else(|| StorageError::internal("write after a failed write"))?;
         let file = blocking(move || file.write_all(&data).map(|()| file)).await?;
         self.file = Some(file);
         Ok(())
@@ -207,7 +206,7 @@ impl BlobWriter for FsBlobWriter {
         let file = self
             .file
             .take()
-            .ok_or_else(|| StorageError::Io(io::Error::other("commit after a failed write")))?;
+            .ok_or_else(|| StorageError::internal("commit after a failed write"))?;
         let fan = self.root.join(hash.get(..2).unwrap_or("00"));
         let target = fan.join(format!("{hash}.zst"));
         let root = self.root.clone();

@@ -34,7 +34,7 @@ pub trait BlobStore: Send + Sync {
         let data = self.read_range(hash, offset, len).await?;
         tokio::task::spawn_blocking(move || transform(data))
             .await
-            .map_err(|e| StorageError::Io(std::io::Error::other(e)))
+            .map_err(StorageError::internal)
     }
     /// Removes an object (no error when it is already gone).
     async fn delete(&self, hash: &str) -> Result<(), StorageError>;
@@ -92,6 +92,6 @@ pub(crate) async fn blocking<T: Send + 'static>(
 ) -> Result<T, StorageError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| StorageError::Io(std::io::Error::other(e)))?
+        .map_err(StorageError::internal)?
         .map_err(StorageError::from)
 }

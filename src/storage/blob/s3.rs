@@ -167,7 +167,7 @@ impl BlobStore for S3BlobStore {
         let key = self.key_of(hash);
         let end = offset
             .checked_add(len)
-            .ok_or_else(|| StorageError::Io(io::Error::other("range too large")))?;
+            .ok_or_else(|| StorageError::internal("range too large"))?;
         if len == 0 {
             return Ok(Bytes::new());
         }
@@ -276,7 +276,7 @@ impl BlobWriter for S3BlobWriter {
         let mut spool = self
             .spool
             .take()
-            .ok_or_else(|| StorageError::Io(io::Error::other("write after a failed write")))?;
+            .ok_or_else(|| StorageError::internal("write after a failed write"))?;
         let spool = blocking(move || {
             spool.file.write_all(&data)?;
             spool.hasher.update(&data);
@@ -292,7 +292,7 @@ impl BlobWriter for S3BlobWriter {
         let spool = self
             .spool
             .take()
-            .ok_or_else(|| StorageError::Io(io::Error::other("commit after a failed write")))?;
+            .ok_or_else(|| StorageError::internal("commit after a failed write"))?;
         let expected = Expected {
             len: spool.len,
             digest: spool.hasher.finalize().into(),
@@ -412,7 +412,7 @@ fn part_done(
     match joined {
         None => Ok(()),
         Some(Ok(result)) => result.map_err(store_error),
-        Some(Err(e)) => Err(StorageError::Io(io::Error::other(e))),
+        Some(Err(e)) => Err(StorageError::internal(e)),
     }
 }
 

@@ -72,7 +72,7 @@ impl BlobStore for CachedBlobStore {
             let check = transform.clone();
             let outcome = tokio::task::spawn_blocking(move || check(cached))
                 .await
-                .map_err(|e| StorageError::Io(std::io::Error::other(e)))?;
+                .map_err(StorageError::internal)?;
             match outcome {
                 Ok(decoded) => return Ok(Ok(decoded)),
                 Err(detail) => {

@@ -41,7 +41,7 @@ pub(super) async fn index(pool: &PgPool, batch: FrameBatch) -> Result<(), Storag
             .collect::<Vec<_>>()
     })
     .await
-    .map_err(|e| StorageError::Database(format!("indexing task failed: {e}")))?;
+    .map_err(|e| StorageError::internal(format!("indexing task failed: {e}")))?;
     with_retry(|| async {
         let mut tx = pool.begin().await?;
         // Held until commit, so that a GC cannot remove the object under the new rows.
