@@ -3,6 +3,10 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::domain::ids::IdRef;
+use crate::domain::uri::{MemUri, Selector};
+use crate::http::error::AppError;
+
 /// Arguments of `memory_put`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +56,62 @@ pub struct FetchArgs {
     /// the start that fits this many tokens (exact o200k_base count, at least
     /// 16); `next` continues exactly where it stopped.
     pub max_tokens: Option<u64>,
+}
+
+impl FetchArgs {
+    /// The pointer these arguments name: `memory_id` or `uri`, with the
+    /// range and `max_tokens` given beside it; a 400 for contradictions.
+    pub fn into_uri(self) -> Result<MemUri, AppError> {
+        let lines = self.line_start.is_some() || self.line_end.is_some();
+        let bytes = self.byte_offset.is_some() || self.byte_length.is_some();
+        if lines && bytes {
+            return Err(AppError::bad_request(
+                "give either line_start/line_end or byte_offset/byte_length, not both",
+            ));
+        }
+        let mut uri = pointer(self.memory_id, self.uri, "read")?;
+        if (lines || bytes) && !matches!(uri.selector, Selector::Whole) {
+            return Err(AppError::bad_request(
+                "the uri already names a range; drop line_*/byte_* or pass a bare mem://<id>",
+            ));
+        }
+        if bytes {
+            uri.selector = Selector::Bytes {
+                offset: self.byte_offset.unwrap_or(0),
+                len: self.byte_length,
+            };
+        } else if lines {
+            uri.selector = Selector::Lines {
+                start: self.line_start.unwrap_or(1),
+                end: self.line_end,
+            };
+        }
+        uri.max_tokens = self.max_tokens.or(uri.max_tokens);
+        Ok(uri)
+    }
+}
+
+/// The memory that exactly one of `memory_id` and `uri` names, as a pointer
+/// (a bare id names the whole memory); `verb` says what the tool does to it.
+pub fn pointer(
+    memory_id: Option<String>,
+    uri: Option<String>,
+    verb: &str,
+) -> Result<MemUri, AppError> {
+    match (memory_id, uri) {
+        (Some(id), None) => Ok(MemUri {
+            id: IdRef::parse(&id)?,
+            selector: Selector::Whole,
+            max_tokens: None,
+        }),
+        (None, Some(uri)) => Ok(MemUri::parse(&uri)?),
+        (Some(_), Some(_)) => Err(AppError::bad_request(format!(
+            "give memory_id or uri of the memory to {verb}, not both"
+        ))),
+        (None, None) => Err(AppError::bad_request(format!(
+            "give memory_id or uri (a mem:// pointer) of the memory to {verb}"
+        ))),
+    }
 }
 
 /// Arguments of `memory_search`.

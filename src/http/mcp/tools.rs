@@ -12,13 +12,12 @@ use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConf
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use serde::Serialize;
 
-use super::params::{FetchArgs, GrepArgs, PutArgs, QueryArgs, SearchArgs, StatsArgs};
+use super::params::{FetchArgs, GrepArgs, PutArgs, QueryArgs, SearchArgs, StatsArgs, pointer};
 use crate::domain::api_put;
 use crate::domain::fields::FieldsInput;
 use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
-use crate::domain::ids::IdRef;
 use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS};
-use crate::domain::uri::{MemUri, Selector};
+use crate::domain::uri::Selector;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
@@ -209,46 +208,7 @@ pub(crate) async fn fetch(
     caller: &Caller,
     args: FetchArgs,
 ) -> Result<SliceView, AppError> {
-    let lines = args.line_start.is_some() || args.line_end.is_some();
-    let bytes = args.byte_offset.is_some() || args.byte_length.is_some();
-    if lines && bytes {
-        return Err(AppError::bad_request(
-            "give either line_start/line_end or byte_offset/byte_length, not both",
-        ));
-    }
-    let mut uri = match (args.memory_id, args.uri) {
-        (Some(id), None) => MemUri {
-            id: IdRef::parse(&id)?,
-            selector: Selector::Whole,
-            max_tokens: None,
-        },
-        (None, Some(uri)) => MemUri::parse(&uri)?,
-        (Some(_), Some(_)) => {
-            return Err(AppError::bad_request("give memory_id or uri, not both"));
-        }
-        (None, None) => {
-            return Err(AppError::bad_request(
-                "give memory_id or uri (a mem:// pointer) of the memory to read",
-            ));
-        }
-    };
-    if (lines || bytes) && !matches!(uri.selector, Selector::Whole) {
-        return Err(AppError::bad_request(
-            "the uri already names a range; drop line_*/byte_* or pass a bare mem://<id>",
-        ));
-    }
-    if bytes {
-        uri.selector = Selector::Bytes {
-            offset: args.byte_offset.unwrap_or(0),
-            len: args.byte_length,
-        };
-    } else if lines {
-        uri.selector = Selector::Lines {
-            start: args.line_start.unwrap_or(1),
-            end: args.line_end,
-        };
-    }
-    uri.max_tokens = args.max_tokens.or(uri.max_tokens);
+    let uri = args.into_uri()?;
     let by_lines = !matches!(uri.selector, Selector::Bytes { .. });
     let slice = state.memories.fetch(&caller.namespace, &uri, None).await?;
     Ok(SliceView::new(slice, by_lines))
@@ -256,15 +216,7 @@ pub(crate) async fn fetch(
 
 /// `memory_grep`: the matching lines of one memory, by id or pointer.
 async fn grep(state: &AppState, caller: &Caller, args: GrepArgs) -> Result<GrepView, AppError> {
-    let id = match (args.memory_id, args.uri) {
-        (Some(id), None) => IdRef::parse(&id)?,
-        (None, Some(uri)) => MemUri::parse(&uri)?.id,
-        _ => {
-            return Err(AppError::bad_request(
-                "give memory_id or uri (a mem:// pointer) of the memory to grep, not both",
-            ));
-        }
-    };
+    let id = pointer(args.memory_id, args.uri, "grep")?.id;
     let query = GrepQuery {
         pattern: args.pattern,
         fixed: args.fixed,
@@ -279,15 +231,7 @@ async fn grep(state: &AppState, caller: &Caller, args: GrepArgs) -> Result<GrepV
 
 /// `memory_query`: a jq program over one memory, by id or pointer.
 async fn query(state: &AppState, caller: &Caller, args: QueryArgs) -> Result<QueryView, AppError> {
-    let id = match (args.memory_id, args.uri) {
-        (Some(id), None) => IdRef::parse(&id)?,
-        (None, Some(uri)) => MemUri::parse(&uri)?.id,
-        _ => {
-            return Err(AppError::bad_request(
-                "give memory_id or uri (a mem:// pointer) of the memory to query, not both",
-            ));
-        }
-    };
+    let id = pointer(args.memory_id, args.uri, "query")?.id;
     let (id, result) = state
         .memories
         .query(&caller.namespace, &id, &args.jq, &state.jq)
