@@ -5,25 +5,16 @@
 //! (migrations/postgres).
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Postgres, Row};
 
-use super::sql::{Dialect, Reads, memory_select};
-use super::{
-    AccessUpdate, ImportedMemory, ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectLease,
-    ObjectRecord, PutOutcome,
-};
-use super::{AdminStore, LedgerStore, MemoryStore, ObjectStore, SearchIndex};
-use super::{
-    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
-};
-use super::{FrameBatch, IndexLag, PendingObject, SearchRow};
-use super::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
-use crate::clock::now_ms;
+use super::LedgerBatch;
+use super::sql::{Backend, Dialect, Reads, SharedReads, memory_select};
+use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, ObjectLease, PutOutcome};
+use super::{FrameBatch, SearchRow};
 use crate::storage::StorageError;
 
 mod admin;
@@ -92,32 +83,13 @@ impl PgMetaStore {
 }
 
 #[async_trait]
-impl MemoryStore for PgMetaStore {
+impl Backend for PgMetaStore {
+    fn reads(&self) -> &dyn SharedReads {
+        &self.read
+    }
+
     async fn put(&self, memory: NewMemory) -> Result<PutOutcome, StorageError> {
         puts::put(self.read.pool(), &memory).await
-    }
-
-    async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
-        puts::import(self.read.pool(), &memory).await
-    }
-
-    async fn get(&self, namespace: &str, id: &str) -> Result<Option<MemoryRecord>, StorageError> {
-        self.read.get(namespace, id, now_ms()).await
-    }
-
-    async fn ids_with_prefix(
-        &self,
-        namespace: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>, StorageError> {
-        self.read
-            .ids_with_prefix(namespace, prefix, limit, now_ms())
-            .await
-    }
-
-    async fn list(&self, query: &ListQuery) -> Result<Vec<MemoryRecord>, StorageError> {
-        self.read.list(query, now_ms()).await
     }
 
     async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError> {
@@ -127,12 +99,9 @@ impl MemoryStore for PgMetaStore {
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {
         puts::access(self.read.pool(), &updates).await
     }
-}
 
-#[async_trait]
-impl ObjectStore for PgMetaStore {
-    async fn object(&self, hash: &str) -> Result<Option<Arc<ObjectRecord>>, StorageError> {
-        Ok(self.read.object(hash).await?.map(Arc::new))
+    async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
+        puts::import(self.read.pool(), &memory).await
     }
 
     async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
@@ -147,50 +116,13 @@ impl ObjectStore for PgMetaStore {
     async fn lease_object(&self, hash: &str) -> Result<Option<ObjectLease>, StorageError> {
         lease::acquire(&self.leases, hash).await.map(Some)
     }
-}
 
-#[async_trait]
-impl LedgerStore for PgMetaStore {
     async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError> {
         ledger::write(self.read.pool(), &batch).await
     }
 
-    async fn ledger_counters(&self, namespace: &str) -> Result<Vec<LedgerCounter>, StorageError> {
-        self.read.ledger_counters(namespace).await
-    }
-
-    async fn usage_totals(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, StorageError> {
-        self.read.usage_totals(query).await
-    }
-
-    async fn calibrations(
-        &self,
-        namespace: Option<&str>,
-    ) -> Result<Vec<CalibrationRow>, StorageError> {
-        self.read.calibrations(namespace).await
-    }
-
-    async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError> {
-        self.read.namespace_totals(namespace).await
-    }
-
-    async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
-        self.read.store_totals().await
-    }
-}
-
-#[async_trait]
-impl SearchIndex for PgMetaStore {
-    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
-        self.read.search_pending(limit).await
-    }
-
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {
         search::index(self.read.pool(), batch).await
-    }
-
-    async fn index_lag(&self) -> Result<IndexLag, StorageError> {
-        self.read.index_lag().await
     }
 
     async fn search(
@@ -199,17 +131,6 @@ impl SearchIndex for PgMetaStore {
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
         search::search(self.read.pool(), expression, filter).await
-    }
-}
-
-#[async_trait]
-impl AdminStore for PgMetaStore {
-    async fn retention_rows(
-        &self,
-        filter: &PruneFilter,
-        order: PruneOrder,
-    ) -> Result<Vec<RetentionRow>, StorageError> {
-        self.read.retention_rows(filter, order).await
     }
 
     async fn remove_memories(
@@ -224,14 +145,6 @@ impl AdminStore for PgMetaStore {
         admin::expire_memories(self.read.pool(), now).await
     }
 
-    async fn namespaces(&self) -> Result<Vec<String>, StorageError> {
-        self.read.namespaces().await
-    }
-
-    async fn unreferenced_objects(&self) -> Result<Vec<UnreferencedObject>, StorageError> {
-        self.read.unreferenced_objects().await
-    }
-
     async fn remove_object_if_unreferenced(
         &self,
         hash: &str,
@@ -240,21 +153,6 @@ impl AdminStore for PgMetaStore {
         admin::remove_object_if_unreferenced(self.read.pool(), hash, idle_before).await
     }
 
-    async fn objects_after(
-        &self,
-        after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<ObjectSummary>, StorageError> {
-        self.read.objects_after(after, limit).await
-    }
-
-    async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError> {
-        self.read.memories_without_object().await
-    }
-}
-
-#[async_trait]
-impl MetaStore for PgMetaStore {
     async fn ping(&self) -> Result<(), StorageError> {
         sqlx::query("SELECT 1").execute(self.read.pool()).await?;
         Ok(())

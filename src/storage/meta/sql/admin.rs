@@ -2,6 +2,7 @@
 //! what a prune may remove, the namespaces, objects no memory refers to,
 //! object pages, memories without their object, objects waiting to be indexed.
 
+use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
 
 use super::super::{
@@ -12,7 +13,36 @@ use super::rows::to_u64;
 use super::{Dialect, Reads, Statement, layout, push_filters};
 use crate::storage::StorageError;
 
-impl<DB> Reads<DB>
+/// Reading for retention, GC, verify and the index queue: the same SQL on
+/// either backend.
+#[async_trait]
+pub(in crate::storage::meta) trait AdminReads: Send + Sync {
+    /// Memories of the filter, every one (pinned too), first-to-remove first.
+    async fn retention_rows(
+        &self,
+        filter: &PruneFilter,
+        order: PruneOrder,
+    ) -> Result<Vec<RetentionRow>, StorageError>;
+    /// Namespaces that hold memories.
+    async fn namespaces(&self) -> Result<Vec<String>, StorageError>;
+    /// Objects no memory refers to, with the time since which none has.
+    async fn unreferenced_objects(&self) -> Result<Vec<UnreferencedObject>, StorageError>;
+    /// Up to `limit` object rows with hashes after `after`, in hash order.
+    async fn objects_after(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ObjectSummary>, StorageError>;
+    /// (namespace, id) of memories whose object row is missing.
+    async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError>;
+    /// Up to `limit` objects waiting for the full-text index, oldest first.
+    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError>;
+    /// Objects and bytes waiting for the full-text index.
+    async fn index_lag(&self) -> Result<IndexLag, StorageError>;
+}
+
+#[async_trait]
+impl<DB> AdminReads for Reads<DB>
 where
     DB: Dialect,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -25,8 +55,7 @@ where
     for<'a> &'a str: ColumnIndex<DB::Row>,
     usize: ColumnIndex<DB::Row>,
 {
-    /// Memories of the filter, every one (pinned too), first-to-remove first.
-    pub(in crate::storage::meta) async fn retention_rows(
+    async fn retention_rows(
         &self,
         filter: &PruneFilter,
         order: PruneOrder,
@@ -59,8 +88,7 @@ where
             .collect()
     }
 
-    /// Namespaces that hold memories.
-    pub(in crate::storage::meta) async fn namespaces(&self) -> Result<Vec<String>, StorageError> {
+    async fn namespaces(&self) -> Result<Vec<String>, StorageError> {
         let rows = sqlx::query("SELECT DISTINCT namespace FROM memories ORDER BY namespace")
             .fetch_all(&self.pool)
             .await?;
@@ -69,10 +97,7 @@ where
             .collect()
     }
 
-    /// Objects no memory refers to, with the time since which none has.
-    pub(in crate::storage::meta) async fn unreferenced_objects(
-        &self,
-    ) -> Result<Vec<UnreferencedObject>, StorageError> {
+    async fn unreferenced_objects(&self) -> Result<Vec<UnreferencedObject>, StorageError> {
         let sql = format!(
             "SELECT o.hash, o.layout, o.stored_bytes, \
              {}(o.created_at, COALESCE(r.released_at, 0)) AS idle_since \
@@ -93,8 +118,7 @@ where
             .collect()
     }
 
-    /// Up to `limit` object rows with hashes after `after`, in hash order.
-    pub(in crate::storage::meta) async fn objects_after(
+    async fn objects_after(
         &self,
         after: Option<&str>,
         limit: u32,
@@ -116,10 +140,7 @@ where
             .collect()
     }
 
-    /// (namespace, id) of memories whose object row is missing.
-    pub(in crate::storage::meta) async fn memories_without_object(
-        &self,
-    ) -> Result<Vec<(String, String)>, StorageError> {
+    async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError> {
         let rows = sqlx::query(
             "SELECT m.namespace, m.id FROM memories m \
              WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.hash = m.id) \
@@ -132,11 +153,7 @@ where
             .collect()
     }
 
-    /// Up to `limit` objects waiting for the full-text index, oldest first.
-    pub(in crate::storage::meta) async fn search_pending(
-        &self,
-        limit: u32,
-    ) -> Result<Vec<PendingObject>, StorageError> {
+    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
         let mut sql = Statement::new(
             "SELECT hash, bytes FROM search_pending ORDER BY queued_at, hash LIMIT ",
         );
@@ -152,8 +169,7 @@ where
             .collect()
     }
 
-    /// Objects and bytes waiting for the full-text index.
-    pub(in crate::storage::meta) async fn index_lag(&self) -> Result<IndexLag, StorageError> {
+    async fn index_lag(&self) -> Result<IndexLag, StorageError> {
         let row = sqlx::query(
             "SELECT COUNT(*), CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM search_pending",
         )

@@ -1,6 +1,7 @@
 //! Reading memories and objects: one memory, ids by prefix, a page of a
 //! listing, an object with its frame index.
 
+use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
 
 use super::super::{Layout, ListQuery, MemoryRecord, ObjectRecord};
@@ -8,7 +9,32 @@ use super::rows::{frame_entry, memory_from_row, to_u64};
 use super::{Dialect, Reads, Statement, layout, push_filters, push_visible};
 use crate::storage::StorageError;
 
-impl<DB> Reads<DB>
+/// Reading memories and objects: the same SQL on either backend.
+#[async_trait]
+pub(in crate::storage::meta) trait MemoryReads: Send + Sync {
+    /// One memory of a namespace, unless expired at `now`.
+    async fn get(
+        &self,
+        namespace: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<MemoryRecord>, StorageError>;
+    /// Up to `limit` ids of the namespace starting with `prefix` (hex).
+    async fn ids_with_prefix(
+        &self,
+        namespace: &str,
+        prefix: &str,
+        limit: u32,
+        now: i64,
+    ) -> Result<Vec<String>, StorageError>;
+    /// A page of memories not expired at `now`, newest first.
+    async fn list(&self, query: &ListQuery, now: i64) -> Result<Vec<MemoryRecord>, StorageError>;
+    /// An object with its frame index and inline data.
+    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError>;
+}
+
+#[async_trait]
+impl<DB> MemoryReads for Reads<DB>
 where
     DB: Dialect,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -21,8 +47,7 @@ where
     for<'a> &'a str: ColumnIndex<DB::Row>,
     usize: ColumnIndex<DB::Row>,
 {
-    /// One memory of a namespace, unless expired at `now`.
-    pub(in crate::storage::meta) async fn get(
+    async fn get(
         &self,
         namespace: &str,
         id: &str,
@@ -38,8 +63,7 @@ where
         row.as_ref().map(memory_from_row::<DB>).transpose()
     }
 
-    /// Up to `limit` ids of the namespace starting with `prefix` (hex).
-    pub(in crate::storage::meta) async fn ids_with_prefix(
+    async fn ids_with_prefix(
         &self,
         namespace: &str,
         prefix: &str,
@@ -63,12 +87,7 @@ where
             .collect()
     }
 
-    /// A page of memories not expired at `now`, newest first.
-    pub(in crate::storage::meta) async fn list(
-        &self,
-        query: &ListQuery,
-        now: i64,
-    ) -> Result<Vec<MemoryRecord>, StorageError> {
+    async fn list(&self, query: &ListQuery, now: i64) -> Result<Vec<MemoryRecord>, StorageError> {
         let mut sql = Statement::new(DB::MEMORY_SELECT);
         sql.push(" WHERE m.namespace = ")
             .push_bind(query.namespace.clone());
@@ -89,11 +108,7 @@ where
         rows.iter().map(memory_from_row::<DB>).collect()
     }
 
-    /// An object with its frame index and inline data.
-    pub(in crate::storage::meta) async fn object(
-        &self,
-        hash: &str,
-    ) -> Result<Option<ObjectRecord>, StorageError> {
+    async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError> {
         let mut sql = Statement::new(
             "SELECT hash, bytes, lines, stored_bytes, layout, data FROM objects WHERE hash = ",
         );

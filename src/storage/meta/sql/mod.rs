@@ -1,9 +1,10 @@
 //! The SQL the two metadata stores speak alike, written once over
 //! [`sqlx::Database`]: reading memories, objects, the ledger, the admin
-//! views and the index queue; the field filters; row mapping. What differs
-//! between SQLite and PostgreSQL is named by a [`Dialect`]. Each store keeps
-//! only what truly differs: its connection, migrations, write path and
-//! full-text search.
+//! views and the index queue ([`SharedReads`], on a [`Reads`]); the field
+//! filters; row mapping. What differs between SQLite and PostgreSQL is named
+//! by a [`Dialect`]. The store's roles are implemented once for every
+//! [`Backend`], which holds only what truly differs: its connection,
+//! migrations, write path and full-text search.
 
 use sqlx::{Database, Pool};
 
@@ -11,11 +12,17 @@ use super::Layout;
 use crate::storage::StorageError;
 
 mod admin;
+mod backend;
 mod filters;
 mod memories;
 mod reports;
 pub(super) mod rows;
 mod statement;
+
+pub(super) use admin::AdminReads;
+pub(super) use backend::Backend;
+pub(super) use memories::MemoryReads;
+pub(super) use reports::LedgerReads;
 
 pub(super) use filters::{push_filters, push_visible};
 pub(super) use rows::{expiry, fresh_record, to_i64, to_u64};
@@ -50,8 +57,13 @@ pub(super) trait Dialect: Database {
     fn tags(row: &Self::Row) -> Result<Vec<String>, StorageError>;
 }
 
-/// Reads of the metadata through a pool of either backend. The queries live
-/// in this module's files, one `impl` block each; a store holds one of these
+/// Every read both backends share, as one object a [`Backend`] hands out.
+pub(super) trait SharedReads: MemoryReads + LedgerReads + AdminReads {}
+
+impl<T: MemoryReads + LedgerReads + AdminReads> SharedReads for T {}
+
+/// Reads of the metadata through a pool of either backend (the queries:
+/// [`MemoryReads`], [`LedgerReads`], [`AdminReads`]); a backend holds one
 /// beside its write path.
 pub(super) struct Reads<DB: Database> {
     pool: Pool<DB>,

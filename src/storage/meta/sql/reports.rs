@@ -1,6 +1,7 @@
 //! Reading the ledger and the size totals: named counters, usage per model
 //! and day, calibrations, a namespace's and the whole store's sizes.
 
+use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
 
 use super::super::{
@@ -10,7 +11,28 @@ use super::rows::{calibration_row, to_u64, usage_row};
 use super::{Dialect, Reads, Statement};
 use crate::storage::StorageError;
 
-impl<DB> Reads<DB>
+/// Reading the ledger and the size totals: the same SQL on either backend.
+#[async_trait]
+pub(in crate::storage::meta) trait LedgerReads: Send + Sync {
+    /// The named counters of a namespace, by name.
+    async fn ledger_counters(&self, namespace: &str) -> Result<Vec<LedgerCounter>, StorageError>;
+    /// Usage summed per namespace and model over the days the query selects.
+    async fn usage_totals(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, StorageError>;
+    /// Calibration factors of one namespace, or of all.
+    async fn calibrations(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<Vec<CalibrationRow>, StorageError>;
+    /// Memory count and sizes of a namespace. Each memory of a namespace is
+    /// a distinct object (its id is the object's hash), so summing over
+    /// memories sums over the distinct objects they reference.
+    async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError>;
+    /// Object count and sizes of the whole store.
+    async fn store_totals(&self) -> Result<StoreTotals, StorageError>;
+}
+
+#[async_trait]
+impl<DB> LedgerReads for Reads<DB>
 where
     DB: Dialect,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -23,11 +45,7 @@ where
     for<'a> &'a str: ColumnIndex<DB::Row>,
     usize: ColumnIndex<DB::Row>,
 {
-    /// The named counters of a namespace, by name.
-    pub(in crate::storage::meta) async fn ledger_counters(
-        &self,
-        namespace: &str,
-    ) -> Result<Vec<LedgerCounter>, StorageError> {
+    async fn ledger_counters(&self, namespace: &str) -> Result<Vec<LedgerCounter>, StorageError> {
         let mut sql = Statement::new(
             "SELECT namespace, name, value, cost_usd FROM ledger_counters WHERE namespace = ",
         );
@@ -47,11 +65,7 @@ where
             .collect()
     }
 
-    /// Usage summed per namespace and model over the days the query selects.
-    pub(in crate::storage::meta) async fn usage_totals(
-        &self,
-        query: &UsageQuery,
-    ) -> Result<Vec<UsageRow>, StorageError> {
+    async fn usage_totals(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, StorageError> {
         let mut sql = Statement::new(
             "SELECT namespace, model, MAX(day) AS day, \
              CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
@@ -70,8 +84,7 @@ where
         rows.iter().map(usage_row).collect()
     }
 
-    /// Calibration factors of one namespace, or of all.
-    pub(in crate::storage::meta) async fn calibrations(
+    async fn calibrations(
         &self,
         namespace: Option<&str>,
     ) -> Result<Vec<CalibrationRow>, StorageError> {
@@ -87,13 +100,7 @@ where
         rows.iter().map(calibration_row).collect()
     }
 
-    /// Memory count and sizes of a namespace. Each memory of a namespace is
-    /// a distinct object (its id is the object's hash), so summing over
-    /// memories sums over the distinct objects they reference.
-    pub(in crate::storage::meta) async fn namespace_totals(
-        &self,
-        namespace: &str,
-    ) -> Result<NamespaceTotals, StorageError> {
+    async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError> {
         let mut sql = Statement::new(
             "SELECT COUNT(*) AS memories, CAST(COALESCE(SUM(o.bytes), 0) AS BIGINT) AS bytes, \
              CAST(COALESCE(SUM(o.stored_bytes), 0) AS BIGINT) AS stored_bytes, \
@@ -110,8 +117,7 @@ where
         })
     }
 
-    /// Object count and sizes of the whole store.
-    pub(in crate::storage::meta) async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
+    async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
         let row = sqlx::query(
             "SELECT COUNT(*) AS objects, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes, \
              CAST(COALESCE(SUM(stored_bytes), 0) AS BIGINT) AS stored_bytes FROM objects",

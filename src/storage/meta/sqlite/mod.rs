@@ -5,7 +5,6 @@
 //! (see [`writer`]).
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,18 +14,11 @@ use sqlx::sqlite::{
 use sqlx::{Row, Sqlite};
 use tokio::sync::{mpsc, oneshot};
 
-use super::sql::{Dialect, Reads, memory_select};
-use super::{
-    AccessUpdate, ImportedMemory, ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectRecord,
-    PutOutcome,
-};
-use super::{AdminStore, LedgerStore, MemoryStore, ObjectStore, SearchIndex};
-use super::{
-    CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
-};
-use super::{FrameBatch, IndexLag, PendingObject, SearchRow};
-use super::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
-use crate::clock::now_ms;
+use super::LedgerBatch;
+use super::MemoryStore;
+use super::sql::{Backend, Dialect, Reads, SharedReads, memory_select};
+use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, PutOutcome};
+use super::{FrameBatch, SearchRow};
 use crate::storage::StorageError;
 use writer::WriteCommand;
 
@@ -107,7 +99,11 @@ impl SqliteMetaStore {
 }
 
 #[async_trait]
-impl MemoryStore for SqliteMetaStore {
+impl Backend for SqliteMetaStore {
+    fn reads(&self) -> &dyn SharedReads {
+        &self.read
+    }
+
     async fn put(&self, memory: NewMemory) -> Result<PutOutcome, StorageError> {
         let (namespace, id) = (memory.namespace.clone(), memory.object.hash.clone());
         let written = self
@@ -126,30 +122,6 @@ impl MemoryStore for SqliteMetaStore {
         })
     }
 
-    async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
-        self.send(|reply| WriteCommand::Import(Box::new(memory), reply))
-            .await
-    }
-
-    async fn get(&self, namespace: &str, id: &str) -> Result<Option<MemoryRecord>, StorageError> {
-        self.read.get(namespace, id, now_ms()).await
-    }
-
-    async fn ids_with_prefix(
-        &self,
-        namespace: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>, StorageError> {
-        self.read
-            .ids_with_prefix(namespace, prefix, limit, now_ms())
-            .await
-    }
-
-    async fn list(&self, query: &ListQuery) -> Result<Vec<MemoryRecord>, StorageError> {
-        self.read.list(query, now_ms()).await
-    }
-
     async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError> {
         let (namespace, id) = (namespace.to_owned(), id.to_owned());
         self.send(|reply| WriteCommand::Delete {
@@ -164,64 +136,25 @@ impl MemoryStore for SqliteMetaStore {
         self.send(|reply| WriteCommand::Access(updates, reply))
             .await
     }
-}
 
-#[async_trait]
-impl ObjectStore for SqliteMetaStore {
-    async fn object(&self, hash: &str) -> Result<Option<Arc<ObjectRecord>>, StorageError> {
-        Ok(self.read.object(hash).await?.map(Arc::new))
+    async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
+        self.send(|reply| WriteCommand::Import(Box::new(memory), reply))
+            .await
     }
 
     async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError> {
         let write = admin::mark_corrupt(hash.to_owned(), detail.to_owned());
         self.send(|reply| WriteCommand::Admin(write, reply)).await
     }
-}
 
-#[async_trait]
-impl LedgerStore for SqliteMetaStore {
     async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError> {
         self.send(|reply| WriteCommand::Ledger(Box::new(batch), reply))
             .await
     }
 
-    async fn ledger_counters(&self, namespace: &str) -> Result<Vec<LedgerCounter>, StorageError> {
-        self.read.ledger_counters(namespace).await
-    }
-
-    async fn usage_totals(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, StorageError> {
-        self.read.usage_totals(query).await
-    }
-
-    async fn calibrations(
-        &self,
-        namespace: Option<&str>,
-    ) -> Result<Vec<CalibrationRow>, StorageError> {
-        self.read.calibrations(namespace).await
-    }
-
-    async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError> {
-        self.read.namespace_totals(namespace).await
-    }
-
-    async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
-        self.read.store_totals().await
-    }
-}
-
-#[async_trait]
-impl SearchIndex for SqliteMetaStore {
-    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
-        self.read.search_pending(limit).await
-    }
-
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {
         self.send(|reply| WriteCommand::Index(Box::new(batch), reply))
             .await
-    }
-
-    async fn index_lag(&self) -> Result<IndexLag, StorageError> {
-        self.read.index_lag().await
     }
 
     async fn search(
@@ -230,17 +163,6 @@ impl SearchIndex for SqliteMetaStore {
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
         search::search(self.read.pool(), expression, filter).await
-    }
-}
-
-#[async_trait]
-impl AdminStore for SqliteMetaStore {
-    async fn retention_rows(
-        &self,
-        filter: &PruneFilter,
-        order: PruneOrder,
-    ) -> Result<Vec<RetentionRow>, StorageError> {
-        self.read.retention_rows(filter, order).await
     }
 
     async fn remove_memories(
@@ -257,14 +179,6 @@ impl AdminStore for SqliteMetaStore {
         self.send(|reply| WriteCommand::Admin(write, reply)).await
     }
 
-    async fn namespaces(&self) -> Result<Vec<String>, StorageError> {
-        self.read.namespaces().await
-    }
-
-    async fn unreferenced_objects(&self) -> Result<Vec<UnreferencedObject>, StorageError> {
-        self.read.unreferenced_objects().await
-    }
-
     async fn remove_object_if_unreferenced(
         &self,
         hash: &str,
@@ -274,21 +188,6 @@ impl AdminStore for SqliteMetaStore {
         Ok(self.send(|reply| WriteCommand::Admin(write, reply)).await? > 0)
     }
 
-    async fn objects_after(
-        &self,
-        after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<ObjectSummary>, StorageError> {
-        self.read.objects_after(after, limit).await
-    }
-
-    async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError> {
-        self.read.memories_without_object().await
-    }
-}
-
-#[async_trait]
-impl MetaStore for SqliteMetaStore {
     async fn ping(&self) -> Result<(), StorageError> {
         sqlx::query("SELECT 1").execute(self.read.pool()).await?;
         if self.writer.is_closed() {
