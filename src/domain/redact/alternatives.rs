@@ -7,7 +7,7 @@ use regex_automata::util::captures::Captures;
 use regex_automata::util::syntax;
 use regex_automata::{Input, PatternID, meta};
 
-use super::patterns::{Kind, Rule};
+use super::kinds::{Kind, Rule};
 
 /// A regex of alternatives, and the kind and group of each.
 ///

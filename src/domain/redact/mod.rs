@@ -8,12 +8,13 @@
 //! [`redact_text`] redacts text held in memory.
 
 mod alternatives;
+mod kinds;
 mod patterns;
 mod redactor;
 
 use std::collections::BTreeMap;
 
-pub use patterns::Kind;
+pub use kinds::Kind;
 pub use redactor::{Limits, Redactor};
 
 /// What a redaction replaced.

@@ -17,9 +17,10 @@
 use std::sync::LazyLock;
 
 use super::Report;
+use super::alternatives::RegexCache;
+use super::kinds::Kind;
 use super::patterns::{
-    Kind, LINE, PEM_BEGIN, PEM_END, PREFILTER, RegexCache, accept, is_pem_body_line,
-    is_pem_run_byte,
+    LINE, PEM_BEGIN, PEM_END, PREFILTER, accept, is_pem_body_line, is_pem_run_byte,
 };
 use regex_automata::util::captures::Captures;
 
