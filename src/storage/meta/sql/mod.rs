@@ -21,10 +21,9 @@ mod statement;
 
 pub(super) use admin::AdminReads;
 pub(super) use backend::Backend;
+pub(super) use filters::{push_filters, push_visible};
 pub(super) use memories::MemoryReads;
 pub(super) use reports::LedgerReads;
-
-pub(super) use filters::{push_filters, push_visible};
 pub(super) use rows::{expiry, fresh_record, to_i64, to_u64};
 pub(super) use statement::Statement;
 
@@ -47,7 +46,7 @@ pub(super) use memory_select;
 /// What the SQL of one backend spells its own way.
 pub(super) trait Dialect: Database {
     /// Columns of a memory joined with its object (`memories m`, `objects o`),
-    /// in the shape [`rows::memory_record`] reads; ends with the `FROM` clause.
+    /// in the shape [`rows::memory_from_row`] reads; ends with the `FROM` clause.
     const MEMORY_SELECT: &'static str;
     /// The function giving the greater of two values.
     const GREATEST: &'static str;
