@@ -50,12 +50,13 @@ macro_rules! blob_contract_suite {
 }
 pub(in crate::storage::blob) use blob_contract_suite;
 
-fn hash_of(data: &[u8]) -> String {
+/// The hash an object of `data` is stored under.
+pub(in crate::storage::blob) fn hash_of(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
 
 /// Bytes that differ from one offset to the next.
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
+pub(in crate::storage::blob) fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 9) as u8)
         .collect()

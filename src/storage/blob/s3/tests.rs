@@ -9,6 +9,7 @@
 use object_store::memory::InMemory;
 
 use super::*;
+use crate::storage::blob::contract::{hash_of, pattern};
 
 fn store(prefix: &str) -> (S3BlobStore, Arc<InMemory>, tempfile::TempDir) {
     let memory = Arc::new(InMemory::new());
@@ -17,17 +18,6 @@ fn store(prefix: &str) -> (S3BlobStore, Arc<InMemory>, tempfile::TempDir) {
         S3BlobStore::with_store(memory.clone(), prefix, dir.path().join("tmp")).unwrap();
     assert_eq!(removed, 0);
     (store, memory, dir)
-}
-
-fn hash_of(data: &[u8]) -> String {
-    hex::encode(Sha256::digest(data))
-}
-
-/// Bytes that differ from one offset to the next.
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 9) as u8)
-        .collect()
 }
 
 async fn put(store: &S3BlobStore, data: &[u8], hash: &str) {

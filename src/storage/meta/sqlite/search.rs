@@ -1,6 +1,6 @@
 //! Full-text search on SQLite: FTS5 rows per frame (written by the writer
-//! thread) and the ranked query joined through the
-//! caller's memories (so nothing of another namespace can match).
+//! thread) and the ranked query joined through the caller's memories (so
+//! nothing of another namespace can match).
 
 use rusqlite::Connection;
 use sqlx::{Row, Sqlite, SqlitePool};
