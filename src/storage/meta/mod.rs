@@ -9,6 +9,8 @@ use super::StorageError;
 mod admin_rows;
 #[cfg(test)]
 mod contract;
+mod expression;
+mod fulltext;
 mod ledger_rows;
 pub mod postgres;
 mod records;
@@ -98,8 +100,13 @@ pub trait LedgerStore: Send + Sync {
 #[async_trait]
 pub trait SearchIndex: Send + Sync {
     /// Up to `limit` objects waiting for the full-text index, oldest first.
+    /// An index that commits in groups makes the objects it was given durable
+    /// (and takes them off the queue) when it is asked again, at the latest.
     async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError>;
-    /// Adds frames of one object to the full-text index (idempotent per frame).
+    /// Adds frames of one object to the full-text index (idempotent per
+    /// frame). The object counts as indexed (off [`Self::index_lag`], found
+    /// by [`Self::search`]) once its `done` batch is in and, for an index
+    /// that commits in groups, the next [`Self::search_pending`] has run.
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError>;
     /// Objects and bytes waiting for the full-text index.
     async fn index_lag(&self) -> Result<IndexLag, StorageError>;

@@ -101,6 +101,7 @@ pub(in crate::storage::meta) async fn gc_removes_only_objects_no_memory_refers_t
         done: true,
     };
     store.index_frames(batch).await.unwrap();
+    store.search_pending(10).await.unwrap(); // the indexer's next look
     assert_eq!(
         store
             .search("\"collectable\"", &list_query("a"))

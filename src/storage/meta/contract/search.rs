@@ -6,7 +6,9 @@ use std::sync::Arc;
 use super::super::{FrameBatch, IndexLag, IndexedFrame, ListQuery, MetaStore};
 use super::{list_query, raw_put};
 
-/// Indexes `frames` as the frames of object `hash`, twice (it is idempotent).
+/// Indexes `frames` as the frames of object `hash`, twice (it is
+/// idempotent), then asks for more work, as the indexer does (an index that
+/// commits in groups makes what it was given searchable by then).
 async fn index(store: &dyn MetaStore, hash: &str, frames: &[&str]) {
     let batch = FrameBatch {
         hash: hash.into(),
@@ -22,6 +24,11 @@ async fn index(store: &dyn MetaStore, hash: &str, frames: &[&str]) {
     };
     store.index_frames(batch.clone()).await.unwrap();
     store.index_frames(batch).await.unwrap();
+    let pending = store.search_pending(100).await.unwrap();
+    assert!(
+        pending.iter().all(|p| p.hash != hash),
+        "an object indexed is not handed out again"
+    );
 }
 
 /// (summary, frames) of the memories of `namespace` matching `fts`, an

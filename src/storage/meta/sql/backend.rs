@@ -41,6 +41,10 @@ pub(in crate::storage::meta) trait Backend: Send + Sync {
     }
     /// See [`LedgerStore::write_ledger`].
     async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError>;
+    /// See [`SearchIndex::search_pending`].
+    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
+        self.reads().search_pending(limit).await
+    }
     /// See [`SearchIndex::index_frames`].
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError>;
     /// See [`SearchIndex::search`].
@@ -153,7 +157,7 @@ impl<B: Backend> LedgerStore for B {
 #[async_trait]
 impl<B: Backend> SearchIndex for B {
     async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
-        self.reads().search_pending(limit).await
+        Backend::search_pending(self, limit).await
     }
 
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {

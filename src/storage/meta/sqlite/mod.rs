@@ -4,7 +4,10 @@
 //! writer task that commits the writes arriving together in one transaction
 //! (see [`writer`]).
 
+use std::collections::HashSet;
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,9 +19,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::LedgerBatch;
 use super::MemoryStore;
+use super::fulltext::FullText;
 use super::sql::{Backend, Dialect, Reads, SharedReads, memory_select};
 use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, PutOutcome};
-use super::{FrameBatch, SearchRow};
+use super::{FrameBatch, PendingObject, SearchRow};
 use crate::storage::StorageError;
 use writer::WriteCommand;
 
@@ -50,9 +54,23 @@ impl Dialect for Sqlite {
     }
 }
 
+/// Where the full-text index of the database at `path` lives: a directory
+/// beside it (`meta.db` → `meta.db-fulltext`); `None` (in memory) for an
+/// in-memory database.
+fn fulltext_dir(path: &std::path::Path) -> Option<PathBuf> {
+    let name = path.to_str().unwrap_or_default();
+    if name.is_empty() || name == ":memory:" || name.starts_with("file::memory:") {
+        return None;
+    }
+    let mut dir = path.as_os_str().to_owned();
+    dir.push("-fulltext");
+    Some(PathBuf::from(dir))
+}
+
 /// The SQLite implementation of [`MetaStore`].
 pub struct SqliteMetaStore {
     read: Reads<Sqlite>,
+    fulltext: Arc<FullText>,
     writer: mpsc::Sender<WriteCommand>,
     writer_task: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -76,12 +94,36 @@ impl SqliteMetaStore {
             .await
             .map_err(|e| StorageError::Database(format!("migration failed: {e}")))?;
         let path = options.get_filename().to_owned();
+        let (fulltext, created) = FullText::open(fulltext_dir(&path).as_deref())?;
+        if created {
+            // A new index (a new store, or one upgraded from the FTS5 index):
+            // every object already stored is indexed again.
+            sqlx::query(
+                "INSERT INTO search_pending (hash, bytes, queued_at) \
+                 SELECT hash, bytes, created_at FROM objects WHERE true ON CONFLICT DO NOTHING",
+            )
+            .execute(&read)
+            .await?;
+        }
         let (writer, task) = writer::spawn(&path)?;
         Ok(Self {
             read: Reads::new(read),
+            fulltext: Arc::new(fulltext),
             writer,
             writer_task: std::sync::Mutex::new(Some(task)),
         })
+    }
+
+    /// Commits the full-text index when due (or whenever something waits,
+    /// with `force`) and takes what it made durable off the pending queue.
+    async fn commit_index(&self, force: bool) -> Result<(), StorageError> {
+        let fulltext = self.fulltext.clone();
+        let done = search::blocking(move || fulltext.commit(force)).await?;
+        if !done.is_empty() {
+            self.send(|reply| WriteCommand::Dequeue(done, reply))
+                .await?;
+        }
+        Ok(())
     }
 
     async fn send<T>(
@@ -152,9 +194,24 @@ impl Backend for SqliteMetaStore {
             .await
     }
 
+    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
+        self.commit_index(false).await?;
+        let waiting: HashSet<String> = self.fulltext.uncommitted().into_iter().collect();
+        let wanted = limit.saturating_add(u32::try_from(waiting.len()).unwrap_or(u32::MAX));
+        let mut rows = self.reads().search_pending(wanted).await?;
+        rows.retain(|row| !waiting.contains(&row.hash));
+        if rows.is_empty() && !waiting.is_empty() {
+            // Nothing else to do: make the waiting objects searchable now.
+            self.commit_index(true).await?;
+            rows = self.reads().search_pending(limit).await?;
+        }
+        rows.truncate(limit as usize);
+        Ok(rows)
+    }
+
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {
-        self.send(|reply| WriteCommand::Index(Box::new(batch), reply))
-            .await
+        let fulltext = self.fulltext.clone();
+        search::blocking(move || fulltext.add(batch)).await
     }
 
     async fn search(
@@ -162,7 +219,7 @@ impl Backend for SqliteMetaStore {
         expression: &str,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
-        search::search(self.read.pool(), expression, filter).await
+        search::search(self.read.pool(), &self.fulltext, expression, filter).await
     }
 
     async fn remove_memories(
@@ -185,7 +242,12 @@ impl Backend for SqliteMetaStore {
         idle_before: i64,
     ) -> Result<bool, StorageError> {
         let write = admin::remove_object_if_unreferenced(hash.to_owned(), idle_before);
-        Ok(self.send(|reply| WriteCommand::Admin(write, reply)).await? > 0)
+        let removed = self.send(|reply| WriteCommand::Admin(write, reply)).await? > 0;
+        if removed {
+            let (fulltext, hash) = (self.fulltext.clone(), hash.to_owned());
+            search::blocking(move || fulltext.remove(&hash)).await?;
+        }
+        Ok(removed)
     }
 
     async fn ping(&self) -> Result<(), StorageError> {
@@ -197,6 +259,9 @@ impl Backend for SqliteMetaStore {
     }
 
     async fn close(&self) {
+        if let Err(e) = self.commit_index(true).await {
+            tracing::warn!(error = %e, "could not commit the full-text index at shutdown");
+        }
         let task = self.writer_task.lock().ok().and_then(|mut t| t.take());
         if let Some(task) = task {
             let (tx, rx) = oneshot::channel();

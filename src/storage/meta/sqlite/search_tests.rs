@@ -1,9 +1,12 @@
-//! Tests of the SQLite search: an empty index, and the first pass's three
-//! ways out (crowded out, a tie at its cut, frames beyond it).
+//! Tests of the SQLite search: an empty index, the first pass's three ways
+//! out (crowded out, a tie at its cut, frames beyond it), and the index's
+//! life beside the database (commits, restarts, a lost index, collection).
 
 use super::super::SqliteMetaStore;
 use super::*;
-use crate::storage::meta::{IndexLag, ListQuery, MemoryStore, MetaStore, SearchIndex};
+use crate::storage::meta::{
+    AdminStore, FrameBatch, IndexLag, ListQuery, MemoryStore, MetaStore, SearchIndex,
+};
 
 #[tokio::test]
 async fn an_empty_index_answers_a_search_with_nothing() {
@@ -29,6 +32,10 @@ async fn an_empty_index_answers_a_search_with_nothing() {
     };
     store.index_frames(batch.clone()).await.unwrap();
     store.index_frames(batch).await.unwrap();
+    // Added, not committed: still pending, but not handed out again.
+    assert_eq!(store.index_lag().await.unwrap().objects, 1);
+    assert!(store.search("\"zebra\"", &filter).await.unwrap().is_empty());
+    assert!(store.search_pending(10).await.unwrap().is_empty());
     assert_eq!(store.index_lag().await.unwrap().objects, 0);
     let rows = store.search("\"zebra\"", &filter).await.unwrap();
     assert_eq!(rows.len(), 1);
@@ -88,6 +95,7 @@ async fn store_with(
             .await
             .unwrap();
     }
+    assert!(store.search_pending(1).await.unwrap().is_empty());
     (dir, store)
 }
 
@@ -162,9 +170,86 @@ async fn a_memory_of_more_matching_frames_than_the_pass_reports_them_all() {
     let rows = store.search("\"zebra\"", &filter("n", 1)).await.unwrap();
     assert_eq!(rows.len(), 1);
     let mut frames = rows[0].frames.clone();
-    assert_eq!(frames.len(), FIRST_PASS_FRAMES as usize + 30);
+    assert_eq!(frames.len(), FIRST_PASS_FRAMES + 30);
     frames.sort_unstable();
     frames.dedup();
-    assert_eq!(frames.len(), FIRST_PASS_FRAMES as usize + 30);
+    assert_eq!(frames.len(), FIRST_PASS_FRAMES + 30);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn the_index_survives_a_restart_and_a_lost_one_is_rebuilt() {
+    let objects = vec![("a".repeat(64), "n", vec!["zebra crossing".to_owned()])];
+    let (dir, store) = store_with(&objects).await;
+    let url = format!("sqlite://{}", dir.path().join("meta.db").display());
+    assert!(dir.path().join("meta.db-fulltext").is_dir());
+    store.close().await;
+    drop(store);
+
+    let store = SqliteMetaStore::open(&url).await.unwrap();
+    assert_eq!(store.index_lag().await.unwrap().objects, 0);
+    let rows = store.search("\"zebra\"", &filter("n", 10)).await.unwrap();
+    assert_eq!(rows.len(), 1, "found again without indexing again");
+    store.close().await;
+    drop(store);
+
+    // An index lost (or a database from before it existed): every object
+    // is queued again.
+    std::fs::remove_dir_all(dir.path().join("meta.db-fulltext")).unwrap();
+    let store = SqliteMetaStore::open(&url).await.unwrap();
+    assert_eq!(store.index_lag().await.unwrap().objects, 1);
+    let pending = store.search_pending(10).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].hash, "a".repeat(64));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn an_object_indexed_again_is_found_once_and_a_collected_one_not_at_all() {
+    let objects = vec![
+        (
+            "a".repeat(64),
+            "n",
+            vec!["zebra one".to_owned(), "zebra two".to_owned()],
+        ),
+        ("b".repeat(64), "n", vec!["zebra three".to_owned()]),
+    ];
+    let (_dir, store) = store_with(&objects).await;
+    // A restart between the index's commit and the queue's update, say.
+    store
+        .index_frames(FrameBatch {
+            hash: "a".repeat(64),
+            frames: vec![crate::storage::meta::IndexedFrame {
+                idx: 0,
+                text: "zebra one".into(),
+            }],
+            done: true,
+        })
+        .await
+        .unwrap();
+    assert!(store.search_pending(1).await.unwrap().is_empty());
+    let rows = store.search("\"zebra\"", &filter("n", 10)).await.unwrap();
+    let a = rows.iter().find(|r| r.record.id == "a".repeat(64)).unwrap();
+    assert_eq!(a.frames, [0], "the earlier documents were replaced");
+
+    assert_eq!(
+        store
+            .remove_memories("n", vec!["b".repeat(64)])
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        store
+            .remove_object_if_unreferenced(&"b".repeat(64), i64::MAX)
+            .await
+            .unwrap()
+    );
+    // Deleted at the next commit, which the indexer's next look makes.
+    tokio::time::sleep(crate::storage::meta::fulltext::COMMIT_EVERY).await;
+    store.search_pending(1).await.unwrap();
+    let fulltext = store.fulltext.clone();
+    let expr = crate::storage::meta::expression::parse("\"three\"").unwrap();
+    assert!(fulltext.top(&expr, 10).unwrap().0.is_empty());
     store.close().await;
 }

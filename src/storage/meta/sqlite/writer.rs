@@ -15,7 +15,7 @@ use std::time::Duration;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
-use super::super::{AccessUpdate, FrameBatch, ImportedMemory, LedgerBatch, NewMemory};
+use super::super::{AccessUpdate, ImportedMemory, LedgerBatch, NewMemory};
 use super::puts::{Written, put};
 use crate::storage::StorageError;
 
@@ -50,8 +50,8 @@ pub(super) enum WriteCommand {
     Ledger(Box<LedgerBatch>, Reply<()>),
     /// Restore an archived memory (export/import).
     Import(Box<ImportedMemory>, Reply<bool>),
-    /// Add frames to the full-text index.
-    Index(Box<FrameBatch>, Reply<()>),
+    /// Take objects the full-text index committed off its pending queue.
+    Dequeue(Vec<String>, Reply<()>),
     /// A maintenance write (prune, expiry, GC, repair); run again alone if
     /// its batch fails, hence `Fn`. Answers a count.
     Admin(AdminWrite, Reply<u64>),
@@ -66,7 +66,7 @@ enum Outcome {
     Access,
     Ledger,
     Import(bool),
-    Index,
+    Dequeue,
     Admin(u64),
 }
 
@@ -80,8 +80,8 @@ impl WriteCommand {
             (Self::Ledger(_, reply), Ok(Outcome::Ledger)) => drop(reply.send(Ok(()))),
             (Self::Import(_, reply), Ok(Outcome::Import(done))) => drop(reply.send(Ok(done))),
             (Self::Import(_, reply), Err(e)) => drop(reply.send(Err(e))),
-            (Self::Index(_, reply), Ok(Outcome::Index)) => drop(reply.send(Ok(()))),
-            (Self::Index(_, reply), Err(e)) => drop(reply.send(Err(e))),
+            (Self::Dequeue(_, reply), Ok(Outcome::Dequeue)) => drop(reply.send(Ok(()))),
+            (Self::Dequeue(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Admin(_, reply), Ok(Outcome::Admin(n))) => drop(reply.send(Ok(n))),
             (Self::Admin(_, reply), Err(e)) => drop(reply.send(Err(e))),
             (Self::Put(_, reply), Err(e)) => drop(reply.send(Err(e))),
@@ -229,11 +229,11 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<WriteCommand>) {
         {
             stop = Some(ack);
         }
-        // Index work (the background indexer's) commits after the rest, so a
-        // put never waits for the full-text index of other content.
+        // The background indexer's work commits after the rest, so a put
+        // never waits for it.
         let (mut background, foreground): (Vec<_>, Vec<_>) = batch
             .drain(..)
-            .partition(|c| matches!(c, WriteCommand::Index(..)));
+            .partition(|c| matches!(c, WriteCommand::Dequeue(..)));
         batch.extend(foreground);
         commit(&mut conn, &mut batch);
         commit(&mut conn, &mut background);
@@ -306,9 +306,9 @@ fn transaction(
             WriteCommand::Import(memory, _) => {
                 Outcome::Import(super::portable::import(&tx, memory)?)
             }
-            WriteCommand::Index(batch, _) => {
-                super::search::index(&tx, batch)?;
-                Outcome::Index
+            WriteCommand::Dequeue(hashes, _) => {
+                super::search::dequeue(&tx, hashes)?;
+                Outcome::Dequeue
             }
             WriteCommand::Admin(write, _) => Outcome::Admin(write(&tx)?),
             WriteCommand::Shutdown(_) => continue,

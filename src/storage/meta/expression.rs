@@ -1,0 +1,176 @@
+//! The full-text expressions the domain writes (src/domain/search/query.rs),
+//! parsed for the backends that do not read FTS5 syntax themselves (the
+//! PostgreSQL `tsquery` translation, the embedded tantivy index).
+//!
+//! The expressions are made of double-quoted lower-case phrases (a trailing
+//! `*` makes the last word a prefix), `AND`, `OR`, binary `NOT` and
+//! parentheses, adjacent operands being AND-ed. Precedence is FTS5's:
+//! adjacency binds tightest, then `NOT`, then `AND`, then `OR`, all left to
+//! right (`a NOT b c` is `a NOT (b c)`).
+
+use crate::text::words;
+
+/// A parsed expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Expr {
+    /// A phrase: its words in order; `prefix` when the last is a prefix.
+    Phrase { words: Vec<String>, prefix: bool },
+    /// Both sides.
+    And(Box<Expr>, Box<Expr>),
+    /// Either side.
+    Or(Box<Expr>, Box<Expr>),
+    /// The left side without the right one.
+    Not(Box<Expr>, Box<Expr>),
+}
+
+#[derive(Debug, PartialEq)]
+enum Token {
+    Phrase(Vec<String>, bool),
+    And,
+    Or,
+    Not,
+    Open,
+    Close,
+}
+
+fn bad(expression: &str, why: &str) -> String {
+    format!("cannot translate search expression `{expression}`: {why}")
+}
+
+fn lex(expression: &str) -> Result<Vec<Token>, String> {
+    let mut tokens = Vec::new();
+    let mut rest = expression.trim_start();
+    while let Some(c) = rest.chars().next() {
+        if c == '"' {
+            let end = rest[1..]
+                .find('"')
+                .ok_or_else(|| bad(expression, "unterminated phrase"))?;
+            let words: Vec<String> = words(&rest[1..=end]).collect();
+            if words.is_empty() {
+                return Err(bad(expression, "empty phrase"));
+            }
+            rest = &rest[end + 2..];
+            let prefix = rest.starts_with('*');
+            rest = rest.trim_start_matches('*');
+            tokens.push(Token::Phrase(words, prefix));
+        } else if c == '(' || c == ')' {
+            tokens.push(if c == '(' { Token::Open } else { Token::Close });
+            rest = &rest[1..];
+        } else {
+            let end = rest
+                .find(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == '"')
+                .unwrap_or(rest.len());
+            tokens.push(match &rest[..end] {
+                "AND" => Token::And,
+                "OR" => Token::Or,
+                "NOT" => Token::Not,
+                other => return Err(bad(expression, &format!("unexpected `{other}`"))),
+            });
+            rest = &rest[end..];
+        }
+        rest = rest.trim_start();
+    }
+    Ok(tokens)
+}
+
+/// Parses an FTS5 expression of the form the domain writes.
+pub(crate) fn parse(expression: &str) -> Result<Expr, String> {
+    let tokens = lex(expression)?;
+    let mut parser = Parser {
+        tokens,
+        at: 0,
+        expression,
+    };
+    let expr = parser.or()?;
+    if parser.at != parser.tokens.len() {
+        return Err(bad(expression, "unbalanced `)`"));
+    }
+    Ok(expr)
+}
+
+struct Parser<'a> {
+    tokens: Vec<Token>,
+    at: usize,
+    expression: &'a str,
+}
+
+impl Parser<'_> {
+    fn eat(&mut self, token: &Token) -> bool {
+        let found = self.tokens.get(self.at) == Some(token);
+        if found {
+            self.at += 1;
+        }
+        found
+    }
+
+    fn or(&mut self) -> Result<Expr, String> {
+        let mut left = self.and()?;
+        while self.eat(&Token::Or) {
+            left = Expr::Or(Box::new(left), Box::new(self.and()?));
+        }
+        Ok(left)
+    }
+
+    fn and(&mut self) -> Result<Expr, String> {
+        let mut left = self.not()?;
+        while self.eat(&Token::And) {
+            left = Expr::And(Box::new(left), Box::new(self.not()?));
+        }
+        Ok(left)
+    }
+
+    fn not(&mut self) -> Result<Expr, String> {
+        let mut left = self.adjacent()?;
+        while self.eat(&Token::Not) {
+            left = Expr::Not(Box::new(left), Box::new(self.adjacent()?));
+        }
+        Ok(left)
+    }
+
+    fn adjacent(&mut self) -> Result<Expr, String> {
+        let mut left = self.primary()?;
+        while matches!(
+            self.tokens.get(self.at),
+            Some(Token::Phrase(..) | Token::Open)
+        ) {
+            left = Expr::And(Box::new(left), Box::new(self.primary()?));
+        }
+        Ok(left)
+    }
+
+    fn primary(&mut self) -> Result<Expr, String> {
+        match self.tokens.get(self.at) {
+            Some(Token::Phrase(words, prefix)) => {
+                let expr = Expr::Phrase {
+                    words: words.clone(),
+                    prefix: *prefix,
+                };
+                self.at += 1;
+                Ok(expr)
+            }
+            Some(Token::Open) => {
+                self.at += 1;
+                let inner = self.or()?;
+                if !self.eat(&Token::Close) {
+                    return Err(bad(self.expression, "missing `)`"));
+                }
+                Ok(inner)
+            }
+            _ => Err(bad(self.expression, "an operand is missing")),
+        }
+    }
+}
+
+impl Expr {
+    /// Every phrase of the expression, negated ones too, in order.
+    pub(crate) fn phrases(&self) -> Vec<&Self> {
+        match self {
+            Self::Phrase { .. } => vec![self],
+            Self::And(l, r) | Self::Or(l, r) | Self::Not(l, r) => {
+                let mut all = l.phrases();
+                all.extend(r.phrases());
+                all
+            }
+        }
+    }
+}

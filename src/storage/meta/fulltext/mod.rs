@@ -1,0 +1,326 @@
+//! The embedded full-text index (tantivy): one document per frame of an
+//! object, with the object's hash and the frame's index as fast fields.
+//!
+//! It holds no namespace: the SQLite store ranks frames here and keeps the
+//! caller's memories among them (see `sqlite/search.rs`). Objects are added
+//! by the background indexer; they become searchable at the next commit,
+//! which happens at most [`COMMIT_EVERY`] after they are done, and only then
+//! does the store take them off its persisted pending queue, so a crash
+//! loses no work: an object re-indexed after a restart first has its old
+//! documents deleted.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+};
+
+use super::expression::Expr;
+use super::{FrameBatch, IndexedFrame};
+use crate::storage::StorageError;
+
+mod translate;
+mod words;
+
+/// Longest time an indexed object waits for its commit.
+pub(crate) const COMMIT_EVERY: Duration = Duration::from_secs(1);
+/// Objects that make a commit due at once.
+const COMMIT_OBJECTS: usize = 1024;
+/// The writer's indexing memory (tantivy flushes a segment when it is full).
+const WRITER_MEMORY: usize = 64 << 20;
+
+/// One matching frame: its object, its index, its BM25 score (higher is better).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FrameHit {
+    /// The object's hash.
+    pub hash: String,
+    /// The frame's index in the object.
+    pub idx: u32,
+    /// BM25 score.
+    pub score: f32,
+}
+
+/// The index, its reader and its (lazily opened) writer.
+pub(crate) struct FullText {
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<Option<IndexWriter>>,
+    body: Field,
+    hash: Field,
+    idx: Field,
+    pending: Mutex<Uncommitted>,
+}
+
+/// What the writer holds that no commit has made durable yet.
+struct Uncommitted {
+    /// Objects fully added.
+    done: Vec<String>,
+    /// Objects deleted: their documents stay visible until the commit, so
+    /// searches leave them out meanwhile.
+    removed: HashSet<String>,
+    /// Anything added or deleted.
+    dirty: bool,
+    last_commit: Instant,
+}
+
+/// A tantivy failure as a storage error.
+pub(super) fn failed(e: tantivy::TantivyError) -> StorageError {
+    StorageError::Database(format!("full-text index: {e}"))
+}
+
+fn schema() -> (Schema, Field, Field, Field) {
+    let mut builder = Schema::builder();
+    let body = builder.add_text_field(
+        "body",
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(words::NAME)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        ),
+    );
+    let hash = builder.add_text_field("hash", STRING | FAST);
+    let idx = builder.add_u64_field("idx", FAST);
+    (builder.build(), body, hash, idx)
+}
+
+impl FullText {
+    /// Opens the index in `dir` (creating it), or a fresh one in memory
+    /// when `dir` is `None`. Also answers whether it was created empty now
+    /// (so the caller can queue what it already holds).
+    pub(crate) fn open(dir: Option<&Path>) -> Result<(Self, bool), StorageError> {
+        let (schema, body, hash, idx) = schema();
+        let (index, created) = match dir {
+            None => (Index::create_in_ram(schema), true),
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                let directory = MmapDirectory::open(dir).map_err(|e| {
+                    StorageError::Database(format!(
+                        "cannot open the full-text index at {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+                let created = !Index::exists(&directory).map_err(|e| {
+                    StorageError::Database(format!("cannot read the full-text index: {e}"))
+                })?;
+                let index = Index::open_or_create(directory, schema).map_err(failed)?;
+                (index, created)
+            }
+        };
+        index.tokenizers().register(words::NAME, words::Words);
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(failed)?;
+        Ok((
+            Self {
+                index,
+                reader,
+                writer: Mutex::new(None),
+                body,
+                hash,
+                idx,
+                pending: Mutex::new(Uncommitted {
+                    done: Vec::new(),
+                    removed: HashSet::new(),
+                    dirty: false,
+                    last_commit: Instant::now(),
+                }),
+            },
+            created,
+        ))
+    }
+
+    /// The writer, opened on first use (it takes the directory's lock).
+    fn writer(&self) -> Result<MutexGuard<'_, Option<IndexWriter>>, StorageError> {
+        let mut writer = lock(&self.writer);
+        if writer.is_none() {
+            *writer = Some(
+                self.index
+                    .writer_with_num_threads(1, WRITER_MEMORY)
+                    .map_err(failed)?,
+            );
+        }
+        Ok(writer)
+    }
+
+    /// Adds a batch of an object's frames; the batch holding its first
+    /// frame (or none) first deletes whatever an earlier try left.
+    pub(crate) fn add(&self, batch: FrameBatch) -> Result<(), StorageError> {
+        let guard = self.writer()?;
+        let writer = guard.as_ref().ok_or_else(no_writer)?;
+        if batch.frames.first().is_none_or(|f| f.idx == 0) {
+            writer.delete_term(Term::from_field_text(self.hash, &batch.hash));
+        }
+        for IndexedFrame { idx, text } in batch.frames {
+            let mut doc = TantivyDocument::new();
+            doc.add_text(self.body, text);
+            doc.add_text(self.hash, &batch.hash);
+            doc.add_u64(self.idx, u64::from(idx));
+            writer.add_document(doc).map_err(failed)?;
+        }
+        let mut pending = lock(&self.pending);
+        pending.dirty = true;
+        if batch.done {
+            pending.done.push(batch.hash);
+        }
+        Ok(())
+    }
+
+    /// Deletes an object's frames (at the next commit).
+    pub(crate) fn remove(&self, hash: &str) -> Result<(), StorageError> {
+        let guard = self.writer()?;
+        let writer = guard.as_ref().ok_or_else(no_writer)?;
+        writer.delete_term(Term::from_field_text(self.hash, hash));
+        let mut pending = lock(&self.pending);
+        pending.removed.insert(hash.to_owned());
+        pending.dirty = true;
+        Ok(())
+    }
+
+    /// Objects added but not committed yet.
+    pub(crate) fn uncommitted(&self) -> Vec<String> {
+        lock(&self.pending).done.clone()
+    }
+
+    /// Commits when a commit is due (or anything waits and `force`), makes
+    /// it searchable, and answers the objects it made durable.
+    pub(crate) fn commit(&self, force: bool) -> Result<Vec<String>, StorageError> {
+        {
+            let pending = lock(&self.pending);
+            let due = pending.last_commit.elapsed() >= COMMIT_EVERY
+                || pending.done.len() >= COMMIT_OBJECTS;
+            if !pending.dirty || !(force || due) {
+                return Ok(Vec::new());
+            }
+        }
+        let mut guard = self.writer()?;
+        let writer = guard.as_mut().ok_or_else(no_writer)?;
+        // Taken before the commit: whatever is added meanwhile waits for the next.
+        let done = {
+            let mut pending = lock(&self.pending);
+            pending.dirty = false;
+            pending.last_commit = Instant::now();
+            std::mem::take(&mut pending.done)
+        };
+        if let Err(e) = writer.commit() {
+            let mut pending = lock(&self.pending);
+            pending.dirty = true;
+            pending.done.extend(done);
+            return Err(failed(e));
+        }
+        self.reader.reload().map_err(failed)?;
+        lock(&self.pending).removed.clear();
+        Ok(done)
+    }
+
+    /// The best `count` frames matching `expr`, best first (ties in index
+    /// order), and whether they are all the matching frames.
+    pub(crate) fn top(
+        &self,
+        expr: &Expr,
+        count: usize,
+    ) -> Result<(Vec<FrameHit>, bool), StorageError> {
+        let searcher = self.reader.searcher();
+        let query = translate::query(expr, self.body, &searcher)?;
+        let found = searcher
+            .search(&query, &TopDocs::with_limit(count.max(1)).order_by_score())
+            .map_err(failed)?;
+        let all = found.len() < count.max(1);
+        let removed = lock(&self.pending).removed.clone();
+        let mut columns = Columns::new(&searcher);
+        let mut hits = Vec::with_capacity(found.len());
+        for (score, address) in found {
+            let (hash, idx) = columns.read(address)?;
+            if !removed.contains(&hash) {
+                hits.push(FrameHit { hash, idx, score });
+            }
+        }
+        Ok((hits, all))
+    }
+
+    /// Every frame of object `hash` matching `expr`, in frame order.
+    pub(crate) fn frames_of(&self, expr: &Expr, hash: &str) -> Result<Vec<u32>, StorageError> {
+        let searcher = self.reader.searcher();
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, translate::query(expr, self.body, &searcher)?),
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(self.hash, hash),
+                    IndexRecordOption::Basic,
+                )) as Box<dyn Query>,
+            ),
+        ]);
+        let found = searcher.search(&query, &DocSetCollector).map_err(failed)?;
+        let mut columns = Columns::new(&searcher);
+        let mut frames = found
+            .into_iter()
+            .map(|address| Ok(columns.read(address)?.1))
+            .collect::<Result<Vec<u32>, StorageError>>()?;
+        frames.sort_unstable();
+        frames.dedup();
+        Ok(frames)
+    }
+}
+
+/// The fast-field columns of a searcher's segments, opened as needed.
+struct Columns<'a> {
+    searcher: &'a Searcher,
+    open: HashMap<u32, (StrColumn, Column<u64>)>,
+    word: String,
+}
+
+impl<'a> Columns<'a> {
+    fn new(searcher: &'a Searcher) -> Self {
+        Self {
+            searcher,
+            open: HashMap::new(),
+            word: String::new(),
+        }
+    }
+
+    /// The object hash and frame index of one document.
+    fn read(&mut self, address: DocAddress) -> Result<(String, u32), StorageError> {
+        let missing =
+            || StorageError::Database("full-text index: a document lacks its hash".into());
+        if !self.open.contains_key(&address.segment_ord) {
+            let fields = self
+                .searcher
+                .segment_reader(address.segment_ord)
+                .fast_fields();
+            let hash = fields.str("hash").map_err(failed)?.ok_or_else(missing)?;
+            let idx = fields.u64("idx").map_err(failed)?;
+            self.open.insert(address.segment_ord, (hash, idx));
+        }
+        let (hash, idx) = self.open.get(&address.segment_ord).ok_or_else(missing)?;
+        let ord = hash.term_ords(address.doc_id).next().ok_or_else(missing)?;
+        self.word.clear();
+        hash.ord_to_str(ord, &mut self.word)?;
+        let frame = idx.first(address.doc_id).ok_or_else(missing)?;
+        Ok((self.word.clone(), u32::try_from(frame).unwrap_or(u32::MAX)))
+    }
+}
+
+fn no_writer() -> StorageError {
+    StorageError::Internal("full-text index writer missing".into())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,128 @@
+//! The index alone: what a commit makes visible, and the expressions whose
+//! translation is the index's own (prefixes of many words, phrase
+//! prefixes, long words, flattened chains).
+
+use super::*;
+use crate::storage::meta::expression::parse;
+
+fn batch(hash: &str, frames: &[&str]) -> FrameBatch {
+    FrameBatch {
+        hash: hash.into(),
+        frames: frames
+            .iter()
+            .enumerate()
+            .map(|(i, text)| IndexedFrame {
+                idx: u32::try_from(i).unwrap(),
+                text: (*text).into(),
+            })
+            .collect(),
+        done: true,
+    }
+}
+
+fn hashes(index: &FullText, expression: &str) -> Vec<String> {
+    let (hits, all) = index.top(&parse(expression).unwrap(), 10_000).unwrap();
+    assert!(all);
+    let mut out: Vec<String> = hits.into_iter().map(|h| h.hash).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn nothing_is_visible_before_the_commit_and_a_commit_answers_what_it_made_durable() {
+    let (index, created) = FullText::open(None).unwrap();
+    assert!(created);
+    index.add(batch("a", &["zebra"])).unwrap();
+    index
+        .add(FrameBatch {
+            done: false,
+            ..batch("b", &["zebra"])
+        })
+        .unwrap();
+    assert!(hashes(&index, "\"zebra\"").is_empty());
+    assert_eq!(index.uncommitted(), ["a"]);
+    assert!(index.commit(false).unwrap().is_empty(), "not due yet");
+    assert_eq!(index.commit(true).unwrap(), ["a"]);
+    assert!(index.uncommitted().is_empty());
+    assert_eq!(hashes(&index, "\"zebra\""), ["a", "b"]);
+    assert!(index.commit(true).unwrap().is_empty(), "nothing waits");
+}
+
+#[test]
+fn a_prefix_of_many_words_matches_them_all_and_ranks_the_frequent_ones() {
+    let (index, _) = FullText::open(None).unwrap();
+    let words: Vec<String> = (0..translate::SCORED_EXPANSIONS + 40)
+        .map(|i| format!("pre{i:04}"))
+        .collect();
+    for (i, word) in words.iter().enumerate() {
+        index.add(batch(&format!("{i:04}"), &[word])).unwrap();
+    }
+    index.add(batch("zzzz", &["other words"])).unwrap();
+    index.commit(true).unwrap();
+    assert_eq!(hashes(&index, "\"pre\"*").len(), words.len());
+    assert_eq!(hashes(&index, "\"pre0001\"*"), ["0001"]);
+    assert!(hashes(&index, "\"prex\"*").is_empty());
+}
+
+#[test]
+fn phrases_prefixes_and_operators_match_as_fts5_has_them() {
+    let (index, _) = FullText::open(None).unwrap();
+    index
+        .add(batch(
+            "one",
+            &["the open-file handle failed", "parsing config.yaml"],
+        ))
+        .unwrap();
+    index
+        .add(batch("two", &["open the file later; parser ok"]))
+        .unwrap();
+    index.add(batch("three", &["Ünïcode café"])).unwrap();
+    index.commit(true).unwrap();
+    assert_eq!(hashes(&index, r#""open file""#), ["one"]);
+    assert_eq!(hashes(&index, r#""open" "file""#), ["one", "two"]);
+    assert_eq!(hashes(&index, r#""file han"*"#), ["one"]);
+    assert_eq!(hashes(&index, r#""open fi"*"#), ["one"]);
+    assert_eq!(hashes(&index, r#""pars"*"#), ["one", "two"]);
+    assert_eq!(hashes(&index, r#""open" NOT "handle""#), ["two"]);
+    assert_eq!(
+        hashes(&index, r#""cafe" OR "later" OR "yaml""#),
+        ["one", "three", "two"]
+    );
+    assert_eq!(hashes(&index, r#""open" AND "file" AND "later""#), ["two"]);
+    assert_eq!(hashes(&index, r#""unicode""#), ["three"]);
+    // Frames are matched one by one: these words are in different frames.
+    assert!(hashes(&index, r#""failed" "parsing""#).is_empty());
+    let long = "x".repeat(words::MAX_WORD_BYTES + 1);
+    assert!(hashes(&index, &format!("\"{long}\"")).is_empty());
+}
+
+#[test]
+fn frames_of_one_object_come_in_frame_order() {
+    let (index, _) = FullText::open(None).unwrap();
+    index
+        .add(batch("a", &["zebra", "none", "zebra zebra", "zebra"]))
+        .unwrap();
+    index.add(batch("b", &["zebra"])).unwrap();
+    index.commit(true).unwrap();
+    let expr = parse("\"zebra\"").unwrap();
+    assert_eq!(index.frames_of(&expr, "a").unwrap(), [0, 2, 3]);
+    let (hits, _) = index.top(&expr, 10).unwrap();
+    assert_eq!(hits.len(), 4);
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[test]
+fn a_reopened_index_keeps_what_was_committed_only() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (index, created) = FullText::open(Some(dir.path())).unwrap();
+        assert!(created);
+        index.add(batch("a", &["zebra"])).unwrap();
+        index.commit(true).unwrap();
+        index.add(batch("b", &["zebra"])).unwrap();
+    }
+    let (index, created) = FullText::open(Some(dir.path())).unwrap();
+    assert!(!created);
+    assert_eq!(hashes(&index, "\"zebra\""), ["a"]);
+}
