@@ -23,3 +23,22 @@ pub fn fold(word: &str) -> String {
         .flat_map(char::to_lowercase)
         .collect()
 }
+
+/// Edits (a letter inserted, deleted, replaced, or two swapped) a word
+/// may be away from a typo-tolerant query word: none under 4 characters,
+/// one up to 7, two from 8.
+pub fn typo_edits(word: &str) -> u8 {
+    match word.chars().count() {
+        0..=3 => 0,
+        4..=7 => 1,
+        _ => 2,
+    }
+}
+
+/// Whether `token` is within [`typo_edits`] of `word` (swaps count once).
+pub fn near(word: &str, token: &str) -> bool {
+    let edits = usize::from(typo_edits(word));
+    word == token
+        || (word.len().abs_diff(token.len()) <= edits * 4
+            && strsim::osa_distance(word, token) <= edits)
+}

@@ -17,7 +17,8 @@ use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS};
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchParams {
-    /// Words (all must match), `"a phrase"`, `prefix*`, `AND`, `OR`, `a NOT b`, parentheses.
+    /// Words (all must match), `"a phrase"`, `prefix*`, `typo~` (a word that may be misspelt),
+    /// `AND`, `OR`, `a NOT b`, parentheses.
     pub q: String,
     /// Only this type.
     #[serde(rename = "type")]

@@ -30,6 +30,8 @@ fn holds(tokens: &[String], term: &Term) -> bool {
             .all(|(i, (token, word))| {
                 if term.prefix && i == n - 1 {
                     token.starts_with(word.as_str())
+                } else if term.fuzzy {
+                    crate::text::near(word, token)
                 } else {
                     token == word
                 }
@@ -60,6 +62,7 @@ pub fn scan(text: &str, first_line: u64, terms: &[Term], max: usize) -> Vec<Hit>
             t.words.iter().enumerate().map(move |(i, w)| Term {
                 words: vec![w.clone()],
                 prefix: t.prefix && i == last,
+                fuzzy: t.fuzzy,
             })
         })
         .collect();
@@ -83,7 +86,7 @@ fn find(text: &str, first_line: u64, terms: &[Term], max: usize) -> Vec<Hit> {
             let lower = lower.as_str();
             if !terms
                 .iter()
-                .any(|t| t.words.iter().all(|w| lower.contains(w.as_str())))
+                .any(|t| t.fuzzy || t.words.iter().all(|w| lower.contains(w.as_str())))
             {
                 continue;
             }
@@ -107,6 +110,7 @@ mod tests {
         Term {
             words: words.iter().map(|w| (*w).to_owned()).collect(),
             prefix,
+            fuzzy: false,
         }
     }
 
@@ -128,6 +132,23 @@ mod tests {
             ]
         );
         assert!(scan(text, 1, &[term(&["pars"], false)], 5).is_empty());
+    }
+
+    #[test]
+    fn a_typo_tolerant_word_finds_lines_with_the_word_spelt_right() {
+        let text = "read the config
+the configuration
+config2 and conf
+";
+        let mut fuzzy = term(&["confgi"], false);
+        fuzzy.fuzzy = true;
+        let hits = scan(text, 1, &[fuzzy], 5);
+        // `config` is one swap away, `config2` a swap and an insertion.
+        assert_eq!(hits.iter().map(|h| h.line).collect::<Vec<_>>(), [1]);
+        let mut long = term(&["configuratoin"], false);
+        long.fuzzy = true;
+        let hits = scan(text, 1, &[long], 5);
+        assert_eq!(hits.iter().map(|h| h.line).collect::<Vec<_>>(), [2]);
     }
 
     #[test]

@@ -109,22 +109,28 @@ impl Search {
             parsed = loose;
             fuzzy = true;
         }
-        let mut results = Vec::with_capacity(rows.len());
-        for row in rows {
-            let hits = match self.hits(&row.record.id, &row.frames, &parsed.terms).await {
-                Ok(hits) => hits,
-                Err(e) => {
+        // Each result's frames are read and scanned at once, not in turn.
+        let hits = futures::future::join_all(
+            rows.iter()
+                .map(|row| self.hits(&row.record.id, &row.frames, &parsed.terms)),
+        )
+        .await;
+        let results = rows
+            .into_iter()
+            .zip(hits)
+            .map(|(row, hits)| {
+                let hits = hits.unwrap_or_else(|e| {
                     tracing::warn!(memory.id = %row.record.id, error = %e, "no hits for a search result");
                     Vec::new()
+                });
+                SearchResult {
+                    score: -row.score,
+                    record: row.record,
+                    hits,
+                    fuzzy,
                 }
-            };
-            results.push(SearchResult {
-                score: -row.score,
-                record: row.record,
-                hits,
-                fuzzy,
-            });
-        }
+            })
+            .collect();
         Ok(results)
     }
 

@@ -2,7 +2,9 @@
 //!
 //! Accepted: words (implicitly AND-ed), `"quoted phrases"`, a trailing `*`
 //! for a prefix (`pars*`, `"open file"*`), the operators `AND`, `OR`, `NOT`
-//! (upper case; `NOT` is binary as in FTS5: `a NOT b`) and parentheses.
+//! (upper case; `NOT` is binary as in FTS5: `a NOT b`), parentheses, and a
+//! trailing `~` for a word that may be misspelt (`confgi~` finds `config`:
+//! see [`crate::text::typo_edits`]; on the embedded index only).
 //! Every word is re-quoted, so no character of the input reaches FTS5 as
 //! syntax; whatever cannot be translated is refused with the reason.
 
@@ -25,6 +27,8 @@ pub struct Term {
     pub words: Vec<String>,
     /// The last word is a prefix.
     pub prefix: bool,
+    /// Its one word also matches words a typo away ([`crate::text::near`]).
+    pub fuzzy: bool,
 }
 
 /// A translated query.
@@ -63,13 +67,15 @@ fn lex(input: &str) -> Result<Vec<Token>, QueryError> {
             rest = &rest[end + 2..];
             let prefix = rest.starts_with('*');
             rest = rest.trim_start_matches('*');
+            let fuzzy = rest.starts_with('~');
+            rest = rest.trim_start_matches('~');
             let words: Vec<String> = words(phrase).collect();
             if words.is_empty() {
                 return Err(QueryError(format!(
                     "phrase \"{phrase}\" has no searchable words"
                 )));
             }
-            tokens.push(Token::Term(Term { words, prefix }));
+            tokens.push(Token::Term(term(words, prefix, fuzzy)?));
         } else {
             let end = rest
                 .find(|c: char| c.is_whitespace() || matches!(c, '"' | '(' | ')'))
@@ -81,7 +87,8 @@ fn lex(input: &str) -> Result<Vec<Token>, QueryError> {
                 "OR" => tokens.push(Token::Or),
                 "NOT" => tokens.push(Token::Not),
                 _ => {
-                    let stem = word.trim_end_matches('*');
+                    let fuzzy = word.ends_with('~');
+                    let stem = word.trim_end_matches('~').trim_end_matches('*');
                     let words: Vec<String> = words(stem).collect();
                     if words.is_empty() {
                         if stem.is_empty() {
@@ -91,13 +98,28 @@ fn lex(input: &str) -> Result<Vec<Token>, QueryError> {
                         }
                         continue; // punctuation alone: nothing to search for
                     }
-                    let prefix = stem.len() < word.len();
-                    tokens.push(Token::Term(Term { words, prefix }));
+                    let prefix = word.trim_end_matches('~').ends_with('*');
+                    tokens.push(Token::Term(term(words, prefix, fuzzy)?));
                 }
             }
         }
     }
     Ok(tokens)
+}
+
+/// A term, unless it asks for typo tolerance where there can be none.
+fn term(words: Vec<String>, prefix: bool, fuzzy: bool) -> Result<Term, QueryError> {
+    if fuzzy && (prefix || words.len() != 1) {
+        return Err(QueryError(format!(
+            "`{}~`: `~` (typo tolerance) follows a single word, without `*`",
+            words.join(" ")
+        )));
+    }
+    Ok(Term {
+        words,
+        prefix,
+        fuzzy,
+    })
 }
 
 fn operator_name(token: &Token) -> &'static str {
@@ -115,27 +137,36 @@ fn operator_name(token: &Token) -> &'static str {
 /// of its words of 3+ characters (not those under `NOT`) instead of all,
 /// each as the prefix of its stem (the last character of a 4–6 character
 /// word, the last two of a longer one, dropped), so word forms, plurals and
-/// misspelt endings still find the memory. None when there is nothing
-/// looser to try.
+/// misspelt endings still find the memory; and each word of 4+ characters
+/// with typos tolerated (`~`), so a letter wrong, missing or swapped inside
+/// it does too. None when there is nothing looser to try.
 pub fn relaxed(query: &Query) -> Option<Query> {
-    let mut stems: Vec<String> = query
+    let positive: Vec<&String> = query
         .terms
         .iter()
         .flat_map(|term| &term.words)
         .filter(|word| word.chars().count() >= 3)
-        .map(|word| stem(word))
+        .collect();
+    let mut stems: Vec<String> = positive
+        .iter()
+        .map(|word| format!("{}*", stem(word)))
         .collect();
     stems.sort();
     stems.dedup();
+    let mut typos: Vec<String> = positive
+        .iter()
+        .filter(|word| crate::text::typo_edits(word) > 0)
+        .map(|word| format!("{word}~"))
+        .collect();
+    typos.sort();
+    typos.dedup();
+    stems.extend(typos);
     if stems.is_empty() {
         return None;
     }
-    let text = stems
-        .iter()
-        .map(|stem| format!("{stem}*"))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    parse(&text).ok().filter(|relaxed| relaxed.fts != query.fts)
+    parse(&stems.join(" OR "))
+        .ok()
+        .filter(|relaxed| relaxed.fts != query.fts)
 }
 
 fn stem(word: &str) -> String {
@@ -177,9 +208,10 @@ pub fn parse(input: &str) -> Result<Query, QueryError> {
                     push(&mut fts, "AND");
                 }
                 let quoted = format!(
-                    "\"{}\"{}",
+                    "\"{}\"{}{}",
                     term.words.join(" "),
-                    if term.prefix { "*" } else { "" }
+                    if term.prefix { "*" } else { "" },
+                    if term.fuzzy { "~" } else { "" }
                 );
                 push(&mut fts, &quoted);
                 if pending_not {
@@ -303,6 +335,18 @@ mod tests {
     }
 
     #[test]
+    fn a_tilde_after_one_word_tolerates_typos() {
+        assert_eq!(fts("confgi~ file"), r#""confgi"~ "file""#);
+        assert_eq!(fts(r#""confgi"~"#), r#""confgi"~"#);
+        let q = parse("confgi~").unwrap();
+        assert!(q.terms[0].fuzzy && !q.terms[0].prefix);
+        for bad in ["conf*~", r#""open file"~"#, "foo.bar~"] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.0.contains("single word"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn negated_terms_are_not_highlighted() {
         let q = parse("alpha NOT beta NOT (gamma OR delta) eps*").unwrap();
         let words: Vec<_> = q.terms.iter().map(|t| t.words.join(" ")).collect();
@@ -336,7 +380,10 @@ mod tests {
     fn a_looser_query_takes_any_stem_of_the_positive_words() {
         let strict = parse("timeouts AND \"parse config\" NOT secret").unwrap();
         let loose = relaxed(&strict).unwrap();
-        assert_eq!(loose.fts, "\"confi\"* OR \"pars\"* OR \"timeou\"*");
+        assert_eq!(
+            loose.fts,
+            "\"confi\"* OR \"pars\"* OR \"timeou\"* OR \"config\"~ OR \"parse\"~ OR \"timeouts\"~"
+        );
         assert!(
             relaxed(&parse("an ox").unwrap()).is_none(),
             "words under 3 characters"

@@ -118,7 +118,7 @@ pub fn pointer(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
-    /// Words (all must match), "a phrase", prefix*, AND, OR, NOT, parentheses.
+    /// Words (all must match), "a phrase", prefix*, typo~ (a word that may be misspelt), AND, OR, NOT, parentheses.
     pub query: String,
     /// Only memories of this type.
     #[serde(rename = "type")]

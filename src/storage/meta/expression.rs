@@ -3,7 +3,8 @@
 //! PostgreSQL `tsquery` translation, the embedded tantivy index).
 //!
 //! The expressions are made of double-quoted lower-case phrases (a trailing
-//! `*` makes the last word a prefix), `AND`, `OR`, binary `NOT` and
+//! `*` makes the last word a prefix; a trailing `~` makes a one-word phrase
+//! tolerate typos, see [`crate::text::typo_edits`]), `AND`, `OR`, binary `NOT` and
 //! parentheses, adjacent operands being AND-ed. Precedence is FTS5's:
 //! adjacency binds tightest, then `NOT`, then `AND`, then `OR`, all left to
 //! right (`a NOT b c` is `a NOT (b c)`).
@@ -13,8 +14,13 @@ use crate::text::words;
 /// A parsed expression.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Expr {
-    /// A phrase: its words in order; `prefix` when the last is a prefix.
-    Phrase { words: Vec<String>, prefix: bool },
+    /// A phrase: its words in order; `prefix` when the last is a prefix;
+    /// `fuzzy` when its one word also matches words a typo away.
+    Phrase {
+        words: Vec<String>,
+        prefix: bool,
+        fuzzy: bool,
+    },
     /// Both sides.
     And(Box<Expr>, Box<Expr>),
     /// Either side.
@@ -25,7 +31,7 @@ pub(crate) enum Expr {
 
 #[derive(Debug, PartialEq)]
 enum Token {
-    Phrase(Vec<String>, bool),
+    Phrase(Vec<String>, bool, bool),
     And,
     Or,
     Not,
@@ -52,7 +58,12 @@ fn lex(expression: &str) -> Result<Vec<Token>, String> {
             rest = &rest[end + 2..];
             let prefix = rest.starts_with('*');
             rest = rest.trim_start_matches('*');
-            tokens.push(Token::Phrase(words, prefix));
+            let fuzzy = rest.starts_with('~');
+            rest = rest.trim_start_matches('~');
+            if fuzzy && (prefix || words.len() != 1) {
+                return Err(bad(expression, "`~` follows a single word without `*`"));
+            }
+            tokens.push(Token::Phrase(words, prefix, fuzzy));
         } else if c == '(' || c == ')' {
             tokens.push(if c == '(' { Token::Open } else { Token::Close });
             rest = &rest[1..];
@@ -140,10 +151,11 @@ impl Parser<'_> {
 
     fn primary(&mut self) -> Result<Expr, String> {
         match self.tokens.get(self.at) {
-            Some(Token::Phrase(words, prefix)) => {
+            Some(Token::Phrase(words, prefix, fuzzy)) => {
                 let expr = Expr::Phrase {
                     words: words.clone(),
                     prefix: *prefix,
+                    fuzzy: *fuzzy,
                 };
                 self.at += 1;
                 Ok(expr)

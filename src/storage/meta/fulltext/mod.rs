@@ -233,10 +233,11 @@ impl FullText {
     ) -> Result<(Vec<FrameHit>, bool), StorageError> {
         let searcher = self.reader.searcher();
         let query = translate::query(expr, self.body, &searcher)?;
+        let count = count.max(1);
         let found = searcher
-            .search(&query, &TopDocs::with_limit(count.max(1)).order_by_score())
+            .search(&query, &TopDocs::with_limit(count).order_by_score())
             .map_err(failed)?;
-        let all = found.len() < count.max(1);
+        let all = found.len() < count;
         let removed = lock(&self.pending).removed.clone();
         let mut columns = Columns::new(&searcher);
         let mut hits = Vec::with_capacity(found.len());
@@ -249,18 +250,33 @@ impl FullText {
         Ok((hits, all))
     }
 
-    /// Every frame of object `hash` matching `expr`, in frame order.
-    pub(crate) fn frames_of(&self, expr: &Expr, hash: &str) -> Result<Vec<u32>, StorageError> {
+    /// Every frame of object `hash` matching `expr`, in frame order; or
+    /// `None` when the object has no more than `known` frames in the index
+    /// (so those already found are all).
+    pub(crate) fn frames_of(
+        &self,
+        expr: &Expr,
+        hash: &str,
+        known: usize,
+    ) -> Result<Option<Vec<u32>>, StorageError> {
         let searcher = self.reader.searcher();
+        let object = Term::from_field_text(self.hash, hash);
+        // Documents holding the hash (deleted ones count until a merge): a
+        // look-up in each segment's term dictionary.
+        let mut docs = 0u64;
+        for segment in searcher.segment_readers() {
+            let index = segment.inverted_index(self.hash).map_err(failed)?;
+            docs += u64::from(index.doc_freq(&object)?);
+        }
+        if docs <= known as u64 {
+            return Ok(None);
+        }
         let query = BooleanQuery::new(vec![
-            (Occur::Must, translate::query(expr, self.body, &searcher)?),
             (
                 Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(self.hash, hash),
-                    IndexRecordOption::Basic,
-                )) as Box<dyn Query>,
+                Box::new(TermQuery::new(object, IndexRecordOption::Basic)) as Box<dyn Query>,
             ),
+            (Occur::Must, translate::query(expr, self.body, &searcher)?),
         ]);
         let found = searcher.search(&query, &DocSetCollector).map_err(failed)?;
         let mut columns = Columns::new(&searcher);
@@ -270,7 +286,7 @@ impl FullText {
             .collect::<Result<Vec<u32>, StorageError>>()?;
         frames.sort_unstable();
         frames.dedup();
-        Ok(frames)
+        Ok(Some(frames))
     }
 }
 

@@ -106,7 +106,9 @@ fn frames_of_one_object_come_in_frame_order() {
     index.add(batch("b", &["zebra"])).unwrap();
     index.commit(true).unwrap();
     let expr = parse("\"zebra\"").unwrap();
-    assert_eq!(index.frames_of(&expr, "a").unwrap(), [0, 2, 3]);
+    assert_eq!(index.frames_of(&expr, "a", 1).unwrap(), Some(vec![0, 2, 3]));
+    assert_eq!(index.frames_of(&expr, "a", 4).unwrap(), None, "all 4 known");
+    assert_eq!(index.frames_of(&expr, "b", 1).unwrap(), None);
     let (hits, _) = index.top(&expr, 10).unwrap();
     assert_eq!(hits.len(), 4);
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
@@ -125,4 +127,19 @@ fn a_reopened_index_keeps_what_was_committed_only() {
     let (index, created) = FullText::open(Some(dir.path())).unwrap();
     assert!(!created);
     assert_eq!(hashes(&index, "\"zebra\""), ["a"]);
+}
+
+#[test]
+fn a_typo_tolerant_word_matches_words_an_edit_or_two_away() {
+    let (index, _) = FullText::open(None).unwrap();
+    index.add(batch("a", &["the config file"])).unwrap();
+    index.add(batch("b", &["configuration options"])).unwrap();
+    index.add(batch("c", &["cong"])).unwrap();
+    index.commit(true).unwrap();
+    assert_eq!(hashes(&index, r#""confgi"~"#), ["a"]);
+    assert_eq!(hashes(&index, r#""cnofiguratoin"~"#), ["b"]);
+    assert!(hashes(&index, r#""confgi""#).is_empty());
+    assert_eq!(hashes(&index, r#""cnog"~"#), ["c"]);
+    // Words under four characters must be exact.
+    assert!(hashes(&index, r#""cgo"~"#).is_empty());
 }

@@ -1,13 +1,14 @@
 //! From a parsed expression ([`Expr`]) to a tantivy query with FTS5's
 //! meaning: phrases of adjacent words, a trailing `*` matching every word
-//! with that prefix, `AND`, `OR` and binary `NOT`.
+//! with that prefix, `AND`, `OR` and binary `NOT`; and a trailing `~`
+//! matching words a typo or two away ([`typo_edits`]).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query,
-    RangeQuery, TermQuery,
+    BooleanQuery, ConstScoreQuery, EmptyQuery, FuzzyTermQuery, Occur, PhrasePrefixQuery,
+    PhraseQuery, Query, RangeQuery, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{Searcher, Term};
@@ -15,10 +16,11 @@ use tantivy::{Searcher, Term};
 use super::words::MAX_WORD_BYTES;
 use crate::storage::StorageError;
 use crate::storage::meta::expression::Expr;
+use crate::text::typo_edits;
 
 /// Words of a prefix scored one by one (BM25, block-max WAND); a prefix
 /// with more (`a*`) also matches the rest, at a constant low score.
-pub(super) const SCORED_EXPANSIONS: usize = 256;
+pub(super) const SCORED_EXPANSIONS: usize = 32;
 /// Words the last word of a phrase prefix (`"open fi"*`) may stand for.
 const PHRASE_EXPANSIONS: u32 = 10_000;
 
@@ -30,7 +32,14 @@ pub(super) fn query(
     searcher: &Searcher,
 ) -> Result<Box<dyn Query>, StorageError> {
     Ok(match expr {
-        Expr::Phrase { words, prefix } => phrase(words, *prefix, field, searcher)?,
+        Expr::Phrase {
+            words, fuzzy: true, ..
+        } if words.len() == 1 => Box::new(FuzzyTermQuery::new(
+            Term::from_field_text(field, &words[0]),
+            typo_edits(&words[0]),
+            true,
+        )),
+        Expr::Phrase { words, prefix, .. } => phrase(words, *prefix, field, searcher)?,
         Expr::And(..) => {
             let mut clauses = Vec::new();
             for part in chain(expr, |e| match e {
@@ -111,7 +120,7 @@ fn phrase(
 }
 
 /// Every indexed word starting with `prefix`: the most frequent
-/// [`SCORED_EXPANSIONS`] scored, any others matched at a constant score.
+/// [`SCORED_EXPANSIONS`] scored, any others matched at a constant score of 0.
 fn word_prefix(
     prefix: &str,
     field: Field,

@@ -23,7 +23,8 @@ impl Expr {
     /// The expression as `to_tsquery('simple', …)` text.
     pub(super) fn tsquery(&self) -> String {
         match self {
-            Self::Phrase { words, prefix } => {
+            // No typo tolerance in core PostgreSQL: a fuzzy word is matched as written.
+            Self::Phrase { words, prefix, .. } => {
                 let last = words.len().saturating_sub(1);
                 let parts: Vec<String> = words
                     .iter()
@@ -101,6 +102,7 @@ mod tests {
         assert_eq!(ts(r#""open file""#), "('open' <-> 'file')");
         assert_eq!(ts(r#""pars"*"#), "'pars':*");
         assert_eq!(ts(r#""open fi"*"#), "('open' <-> 'fi':*)");
+        assert_eq!(ts(r#""confgi"~"#), "'confgi'");
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub(super) async fn search(
     let expr = expression::parse(expression).map_err(StorageError::Database)?;
     let limit = filter.limit.max(1) as usize;
     let mut pass = FIRST_PASS_FRAMES.max(limit.saturating_mul(FIRST_PASS_PER_RESULT));
+    let started = std::time::Instant::now();
     loop {
         let (best, exhaustive) = {
             let (index, expr) = (index.clone(), expr.clone());
@@ -84,7 +85,7 @@ pub(super) async fn search(
             pass = pass.saturating_mul(PASS_GROWTH);
             continue;
         };
-        let allowed = allowed(pool, &distinct_hashes(&best), filter).await?;
+        let allowed = allowed_in_turn(pool, &distinct_hashes(&best), filter, limit).await?;
         let mut chosen = group(&best, |hash| allowed.contains(hash), limit);
         // Full, and its last memory strictly better than the pass's worst frame.
         let proven =
@@ -93,19 +94,50 @@ pub(super) async fn search(
             if !exhaustive {
                 complete_frames(index, &expr, &mut chosen).await?;
             }
+            tracing::debug!(pass, exhaustive, elapsed = ?started.elapsed(), "search ranked");
             return records(pool, chosen, filter).await;
         }
         pass = pass.saturating_mul(PASS_GROWTH);
     }
 }
 
-fn distinct_hashes(frames: &[FrameHit]) -> Vec<&str> {
+/// The objects of `frames` (best first) in rank order, with their best score.
+fn distinct_hashes(frames: &[FrameHit]) -> Vec<(&str, f32)> {
     let mut seen = HashSet::new();
     frames
         .iter()
-        .map(|hit| hit.hash.as_str())
-        .filter(|hash| seen.insert(*hash))
+        .filter(|hit| seen.insert(hit.hash.as_str()))
+        .map(|hit| (hit.hash.as_str(), hit.score))
         .collect()
+}
+
+/// Hashes the first look-up checks, per result asked (at least 16).
+const FIRST_LOOKUP_PER_RESULT: usize = 2;
+
+/// Which of the ranked `objects` are memories of the caller passing the
+/// filters, looked up best first in growing chunks until `limit` are found:
+/// usually the first few are the caller's, and each row costs a look-up.
+/// A chunk never ends inside a tie, so every object left unchecked ranks
+/// strictly below the `limit` found.
+async fn allowed_in_turn(
+    pool: &SqlitePool,
+    objects: &[(&str, f32)],
+    filter: &ListQuery,
+    limit: usize,
+) -> Result<HashSet<String>, StorageError> {
+    let mut found = HashSet::new();
+    let (mut checked, mut chunk) = (0, limit.saturating_mul(FIRST_LOOKUP_PER_RESULT).max(16));
+    while checked < objects.len() && found.len() < limit {
+        let mut end = checked.saturating_add(chunk).min(objects.len());
+        while end < objects.len() && objects[end].1 == objects[end - 1].1 {
+            end += 1;
+        }
+        let hashes: Vec<&str> = objects[checked..end].iter().map(|(h, _)| *h).collect();
+        found.extend(allowed(pool, &hashes, filter).await?);
+        checked = end;
+        chunk = chunk.saturating_mul(4);
+    }
+    Ok(found)
 }
 
 /// Which of `hashes` are memories of the caller passing the filters.
@@ -168,9 +200,10 @@ async fn complete_frames(
     for memory in ranked {
         let more = {
             let (index, expr, hash) = (index.clone(), expr.clone(), memory.hash.clone());
-            blocking(move || index.frames_of(&expr, &hash)).await?
+            let known = memory.frames.len();
+            blocking(move || index.frames_of(&expr, &hash, known)).await?
         };
-        for idx in more {
+        for idx in more.into_iter().flatten() {
             if !memory.frames.contains(&idx) {
                 memory.frames.push(idx);
             }
