@@ -307,6 +307,20 @@ pub fn search(report: &mut Report, result: &mut Search) {
             mb(result.peak_pending_bytes)
         ),
     );
+    report.info(
+        "Server quiet (< 0.05 cores over 1 s) before the idle round, after the index caught up",
+        if result.settled {
+            format!(
+                "after {} (background work such as index merges)",
+                secs(result.settled_after)
+            )
+        } else {
+            format!(
+                "not within {}: the idle round ran beside it",
+                secs(search::SETTLE_AT_MOST)
+            )
+        },
+    );
 
     let count = result.samples.len();
     let postgres = std::env::var("CAIRN_DATABASE_URL").is_ok_and(|url| url.starts_with("postgres"));
@@ -453,10 +467,38 @@ pub fn search(report: &mut Report, result: &mut Search) {
          the first measured of each kind: {}.",
         examples.join("; ")
     ));
+    for loaded in [false, true] {
+        let mut round: Vec<&search::Sample> = result
+            .samples
+            .iter()
+            .filter(|s| s.loaded == loaded)
+            .collect();
+        round.sort_by(|a, b| b.latency.cmp(&a.latency));
+        if round.is_empty() {
+            continue;
+        }
+        let slowest: Vec<String> = round
+            .iter()
+            .take(SLOWEST_SHOWN)
+            .map(|s| format!("`{}` {:.1} ms", s.query, s.latency.as_secs_f64() * 1e3))
+            .collect();
+        report.note(format!(
+            "Slowest searches {}: {}.",
+            if loaded {
+                "while the puts went on"
+            } else {
+                "idle"
+            },
+            slowest.join(", ")
+        ));
+    }
     for sample in &result.error_samples {
         report.note(format!("Search error: {sample}"));
     }
 }
+
+/// Slowest searches the notes name, per round.
+const SLOWEST_SHOWN: usize = 8;
 
 fn percent(part: usize, whole: usize) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64

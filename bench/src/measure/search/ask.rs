@@ -62,6 +62,7 @@ pub(super) async fn search_all(
         };
         result.samples.push(Sample {
             kind: *kind,
+            query: query.clone(),
             latency,
             results,
             loaded,

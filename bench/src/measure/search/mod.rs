@@ -136,6 +136,8 @@ pub struct Pieces {
 pub struct Sample {
     /// Its kind.
     pub kind: QueryKind,
+    /// The query as sent.
+    pub query: String,
     /// Request to the end of the answer body.
     pub latency: Duration,
     /// Results answered (0 for a failed request).
@@ -192,6 +194,12 @@ pub struct Search {
     pub peak_pending_bytes: u64,
     /// CPU from the first put to the index caught up.
     pub cpu: CpuUse,
+    /// From the index caught up until the server went quiet (its background
+    /// work after a bulk load, such as merging index segments, done), and
+    /// whether it did within [`SETTLE_AT_MOST`].
+    pub settled_after: Duration,
+    /// The server went quiet before the idle round.
+    pub settled: bool,
     /// Memories in the namespace when searching.
     pub memories_searched: u64,
     /// The measured searches, in order.
@@ -299,6 +307,9 @@ pub async fn run(api: &Api, pid: u32, pieces: Pieces, load: SearchLoad) -> anyho
     result.indexed_after = result.caught_up.unwrap_or_else(Instant::now) - started;
     result.cpu = cpu.read()?;
     result.memories_searched = caught_up.memories;
+    let settling = Instant::now();
+    result.settled = settle(pid).await?;
+    result.settled_after = settling.elapsed();
 
     eprintln!(
         "search: {} warm-up + {} measured searches…",
@@ -333,6 +344,26 @@ pub async fn run(api: &Api, pid: u32, pieces: Pieces, load: SearchLoad) -> anyho
         searched?;
     }
     Ok(result)
+}
+
+/// Longest the idle round waits for the server to go quiet.
+pub const SETTLE_AT_MOST: Duration = Duration::from_secs(120);
+/// Cores the server may keep busy and count as quiet.
+const QUIET_CORES: f64 = 0.05;
+
+/// Waits until the server keeps less than [`QUIET_CORES`] busy over a
+/// second (the idle round measures an idle server), at most
+/// [`SETTLE_AT_MOST`]; false when it never did.
+async fn settle(pid: u32) -> anyhow::Result<bool> {
+    let deadline = Instant::now() + SETTLE_AT_MOST;
+    while Instant::now() < deadline {
+        let meter = CpuMeter::start(pid)?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if meter.read()?.server_cores < QUIET_CORES {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Longest the searches under puts go on: the puts grow the namespace

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
@@ -58,6 +58,7 @@ pub(crate) struct FullText {
     body: Field,
     hash: Field,
     idx: Field,
+    key: Field,
     pending: Mutex<Uncommitted>,
 }
 
@@ -90,7 +91,51 @@ fn schema() -> (Schema, Field, Field, Field) {
     );
     let hash = builder.add_text_field("hash", STRING | FAST);
     let idx = builder.add_u64_field("idx", FAST);
+    builder.add_u64_field(KEY, FAST);
     (builder.build(), body, hash, idx)
+}
+
+/// Opens (creating) the index in `dir`, and whether it was created now;
+/// `None` when the index there has another schema.
+fn open_dir(dir: &Path, schema: Schema) -> Result<Option<(Index, bool)>, StorageError> {
+    std::fs::create_dir_all(dir)?;
+    let directory = MmapDirectory::open(dir).map_err(|e| {
+        StorageError::Database(format!(
+            "cannot open the full-text index at {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let created = !Index::exists(&directory)
+        .map_err(|e| StorageError::Database(format!("cannot read the full-text index: {e}")))?;
+    match Index::open_or_create(directory, schema) {
+        Ok(index) => Ok(Some((index, created))),
+        Err(tantivy::TantivyError::SchemaError(_)) => Ok(None),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// The fast field ordering documents by their object's hash ([`hash_key`]).
+const KEY: &str = "key";
+
+/// A number that orders hashes as their text does (ties aside): the first
+/// 16 hex digits of a SHA-256 hash, or the first 8 bytes of anything else.
+fn hash_key(hash: &str) -> u64 {
+    match hash.get(..16).map(|head| u64::from_str_radix(head, 16)) {
+        Some(Ok(key))
+            if hash
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) =>
+        {
+            key
+        }
+        _ => {
+            let mut bytes = [0u8; 8];
+            for (to, from) in bytes.iter_mut().zip(hash.bytes()) {
+                *to = from;
+            }
+            u64::from_be_bytes(bytes)
+        }
+    }
 }
 
 impl FullText {
@@ -101,20 +146,19 @@ impl FullText {
         let (schema, body, hash, idx) = schema();
         let (index, created) = match dir {
             None => (Index::create_in_ram(schema), true),
-            Some(dir) => {
-                std::fs::create_dir_all(dir)?;
-                let directory = MmapDirectory::open(dir).map_err(|e| {
-                    StorageError::Database(format!(
-                        "cannot open the full-text index at {}: {e}",
-                        dir.display()
-                    ))
-                })?;
-                let created = !Index::exists(&directory).map_err(|e| {
-                    StorageError::Database(format!("cannot read the full-text index: {e}"))
-                })?;
-                let index = Index::open_or_create(directory, schema).map_err(failed)?;
-                (index, created)
-            }
+            Some(dir) => match open_dir(dir, schema.clone())? {
+                Some(opened) => opened,
+                None => {
+                    // Built by another version: it is derived data, built again.
+                    tracing::warn!(dir = %dir.display(), "the full-text index has another schema; rebuilding it");
+                    std::fs::remove_dir_all(dir)?;
+                    open_dir(dir, schema)?.ok_or_else(|| {
+                        StorageError::Database(
+                            "full-text index: schema mismatch after a rebuild".into(),
+                        )
+                    })?
+                }
+            },
         };
         index.tokenizers().register(words::NAME, words::Words);
         let reader = index
@@ -122,6 +166,7 @@ impl FullText {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(failed)?;
+        let key = index.schema().get_field(KEY).map_err(failed)?;
         Ok((
             Self {
                 index,
@@ -130,6 +175,7 @@ impl FullText {
                 body,
                 hash,
                 idx,
+                key,
                 pending: Mutex::new(Uncommitted {
                     done: Vec::new(),
                     removed: HashSet::new(),
@@ -167,6 +213,7 @@ impl FullText {
             doc.add_text(self.body, text);
             doc.add_text(self.hash, &batch.hash);
             doc.add_u64(self.idx, u64::from(idx));
+            doc.add_u64(self.key, hash_key(&batch.hash));
             writer.add_document(doc).map_err(failed)?;
         }
         let mut pending = lock(&self.pending);
@@ -238,8 +285,77 @@ impl FullText {
             .search(&query, &TopDocs::with_limit(count).order_by_score())
             .map_err(failed)?;
         let all = found.len() < count;
+        Ok((self.hits(&searcher, found)?, all))
+    }
+
+    /// The frames matching `expr` that score `min_score` or more, best
+    /// first and, among equal scores, by object hash: the first `max` of
+    /// them (and any tied with the last in score and hash), and whether that
+    /// is all. For the frames tied with a top-k's last one: BM25 over
+    /// quantized lengths ties often (tens of thousands of near-identical
+    /// pages), so the tie is ordered by a fast field holding each hash's
+    /// leading digits, and only the frames kept are resolved to hashes.
+    pub(crate) fn at_least(
+        &self,
+        expr: &Expr,
+        min_score: f32,
+        max: usize,
+    ) -> Result<(Vec<FrameHit>, bool), StorageError> {
+        let searcher = self.reader.searcher();
+        let query = translate::query(expr, self.body, &searcher)?;
+        let weight = query
+            .weight(EnableScoring::enabled_from_searcher(&searcher))
+            .map_err(failed)?;
+        // The callback sees the documents scoring strictly above it.
+        let below = min_score.next_down();
+        let mut found: Vec<(f32, u64, DocAddress)> = Vec::new();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let alive = segment.alive_bitset();
+            let keys = segment.fast_fields().u64(KEY).map_err(failed)?;
+            let segment_ord = u32::try_from(ord).unwrap_or(u32::MAX);
+            weight
+                .for_each_pruning(below, segment, &mut |doc, score| {
+                    if alive.is_none_or(|bits| bits.is_alive(doc)) {
+                        let key = keys.first(doc).unwrap_or(0);
+                        found.push((score, key, DocAddress::new(segment_ord, doc)));
+                    }
+                    below
+                })
+                .map_err(failed)?;
+        }
+        found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let mut end = max.min(found.len());
+        while end > 0
+            && end < found.len()
+            && (found[end].0, found[end].1) == (found[end - 1].0, found[end - 1].1)
+        {
+            end += 1;
+        }
+        let complete = end == found.len();
+        found.truncate(end);
+        let mut hits = self.hits(
+            &searcher,
+            found.into_iter().map(|(s, _, a)| (s, a)).collect(),
+        )?;
+        // Hashes sharing their leading digits: the text decides.
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.hash.cmp(&b.hash))
+                .then(a.idx.cmp(&b.idx))
+        });
+        Ok((hits, complete))
+    }
+
+    /// The object and frame of each document, leaving out objects deleted
+    /// since the last commit.
+    fn hits(
+        &self,
+        searcher: &Searcher,
+        found: Vec<(f32, DocAddress)>,
+    ) -> Result<Vec<FrameHit>, StorageError> {
         let removed = lock(&self.pending).removed.clone();
-        let mut columns = Columns::new(&searcher);
+        let mut columns = Columns::new(searcher);
         let mut hits = Vec::with_capacity(found.len());
         for (score, address) in found {
             let (hash, idx) = columns.read(address)?;
@@ -247,7 +363,7 @@ impl FullText {
                 hits.push(FrameHit { hash, idx, score });
             }
         }
-        Ok((hits, all))
+        Ok(hits)
     }
 
     /// Every frame of object `hash` matching `expr`, in frame order; or

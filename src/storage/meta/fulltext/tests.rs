@@ -143,3 +143,73 @@ fn a_typo_tolerant_word_matches_words_an_edit_or_two_away() {
     // Words under four characters must be exact.
     assert!(hashes(&index, r#""cgo"~"#).is_empty());
 }
+
+#[test]
+fn at_least_a_score_finds_every_frame_tied_with_it_and_those_above() {
+    let (index, _) = FullText::open(None).unwrap();
+    // Three strong frames, then twenty identical (tied) ones.
+    for i in 0..3 {
+        index
+            .add(batch(&format!("s{i}"), &["zebra zebra zebra"]))
+            .unwrap();
+    }
+    for i in 0..20 {
+        index
+            .add(batch(&format!("t{i:02}"), &["zebra and some other words"]))
+            .unwrap();
+    }
+    index.add(batch("none", &["no match"])).unwrap();
+    index.commit(true).unwrap();
+    let expr = parse("\"zebra\"").unwrap();
+    let (top, all) = index.top(&expr, 5).unwrap();
+    assert!(!all);
+    let cut = top[4].score;
+    let (tied, all) = index.at_least(&expr, cut, 1000).unwrap();
+    assert!(all);
+    assert_eq!(tied.len(), 23, "the tie is taken whole");
+    assert!(tied.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(tied[..3].iter().all(|h| h.hash.starts_with('s')));
+    let tie: Vec<&str> = tied[3..].iter().map(|h| h.hash.as_str()).collect();
+    let mut sorted = tie.clone();
+    sorted.sort_unstable();
+    assert_eq!(tie, sorted, "a tie is ordered by hash");
+    // The first 5 (3 above the tie, the 2 smallest hashes of it).
+    let (first, all) = index.at_least(&expr, cut, 5).unwrap();
+    assert!(!all);
+    let hashes: Vec<&str> = first.iter().map(|h| h.hash.as_str()).collect();
+    assert_eq!(&hashes[3..], ["t00", "t01"]);
+    assert_eq!(index.at_least(&expr, top[0].score, 100).unwrap().0.len(), 3);
+}
+
+#[test]
+fn hash_keys_order_as_the_hashes_do() {
+    // Real hashes (hex SHA-256) among themselves, other ids among themselves.
+    let hex: Vec<String> = (0..200u64)
+        .map(|i| format!("{:016x}{:048x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i))
+        .collect();
+    let other: Vec<String> = ["s0", "s1", "t00", "t01", "ab", "abcdefghij"]
+        .map(String::from)
+        .to_vec();
+    for kind in [hex, other] {
+        for a in &kind {
+            for b in &kind {
+                if hash_key(a) < hash_key(b) {
+                    assert!(a < b, "{a} {b}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_index_of_another_schema_is_built_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = Schema::builder();
+    builder.add_text_field("other", STRING);
+    Index::create_in_dir(dir.path(), builder.build()).unwrap();
+    let (index, created) = FullText::open(Some(dir.path())).unwrap();
+    assert!(created, "so the store queues every object again");
+    index.add(batch("a", &["zebra"])).unwrap();
+    index.commit(true).unwrap();
+    assert_eq!(hashes(&index, "\"zebra\""), ["a"]);
+}

@@ -59,10 +59,12 @@ struct Ranked {
 /// rare one) and keeps the caller's memories among them. When that yields
 /// `limit` memories and the last is strictly better than the pass's worst
 /// frame, they are the best (no memory outside the pass can beat a frame
-/// inside it); when it does not (most belong to other namespaces or fail
-/// the filters, or the cut fell inside a tie), a pass [`PASS_GROWTH`] times
-/// larger follows, until one holds every match. The memories' fields are
-/// read for the answer's rows only.
+/// inside it). When the last ties with that frame (BM25 with quantized
+/// lengths ties often), every frame scoring as much or more is taken, so
+/// ties are broken by hash as a full ranking would. When the pass yields
+/// fewer (most belong to other namespaces or fail the filters), a pass
+/// [`PASS_GROWTH`] times larger follows, until one holds every match. The
+/// memories' fields are read for the answer's rows only.
 pub(super) async fn search(
     pool: &SqlitePool,
     index: &Arc<FullText>,
@@ -87,9 +89,29 @@ pub(super) async fn search(
         };
         let allowed = allowed_in_turn(pool, &distinct_hashes(&best), filter, limit).await?;
         let mut chosen = group(&best, |hash| allowed.contains(hash), limit);
+        let full = chosen.len() == limit;
         // Full, and its last memory strictly better than the pass's worst frame.
-        let proven =
-            chosen.len() == limit && chosen.last().is_some_and(|r| r.score < -f64::from(worst));
+        let mut proven = full && chosen.last().is_some_and(|r| r.score < -f64::from(worst));
+        if full && !proven && !exhaustive {
+            // The cut fell inside a tie: every frame scoring as the last one
+            // or better holds the answer (with its ties broken by hash).
+            let mut max = pass;
+            loop {
+                let (tied, all) = {
+                    let (index, expr) = (index.clone(), expr.clone());
+                    blocking(move || index.at_least(&expr, worst, max)).await?
+                };
+                let allowed = allowed_in_turn(pool, &distinct_hashes(&tied), filter, limit).await?;
+                chosen = group(&tied, |hash| allowed.contains(hash), limit);
+                // The pass held `limit` of the caller's memories at `worst`
+                // or better, so the whole tie does too.
+                if chosen.len() == limit || all {
+                    break;
+                }
+                max = max.saturating_mul(PASS_GROWTH);
+            }
+            proven = chosen.len() == limit;
+        }
         if exhaustive || proven {
             if !exhaustive {
                 complete_frames(index, &expr, &mut chosen).await?;
