@@ -473,7 +473,7 @@ pub fn search(report: &mut Report, result: &mut Search) {
             .iter()
             .filter(|s| s.loaded == loaded)
             .collect();
-        round.sort_by(|a, b| b.latency.cmp(&a.latency));
+        round.sort_by_key(|s| std::cmp::Reverse(s.latency));
         if round.is_empty() {
             continue;
         }

@@ -137,8 +137,11 @@ impl Search {
     /// The index rows matching an FTS5 expression.
     async fn rows(&self, fts: &str, filter: &ListQuery) -> Result<Vec<SearchRow>, DomainError> {
         self.meta.search(fts, filter).await.map_err(|e| match e {
-            // Translation should leave nothing FTS5 refuses; should it, it is still the query's fault.
-            StorageError::Database(message) if message.contains("fts5") => {
+            // Translation should leave nothing a backend refuses; should it,
+            // it is still the query's fault.
+            StorageError::Database(message)
+                if message.starts_with("cannot translate search expression") =>
+            {
                 DomainError::InvalidQuery(message)
             }
             other => DomainError::Storage(other),
