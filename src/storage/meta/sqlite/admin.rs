@@ -62,6 +62,22 @@ pub(super) fn remove_object_if_unreferenced(hash: String, idle_before: i64) -> A
     })
 }
 
+/// Queues object `hash` for the full-text index again if it is stored
+/// (answers 1 then): for an object collected and put again while its
+/// documents were being deleted, which may have taken the new ones too.
+pub(super) fn requeue_if_stored(hash: String) -> AdminWrite {
+    Arc::new(move |conn: &Connection| {
+        let queued = conn
+            .prepare_cached(
+                "INSERT INTO search_pending (hash, bytes, queued_at) \
+                 SELECT hash, bytes, created_at FROM objects WHERE hash = ?1 \
+                 ON CONFLICT DO NOTHING",
+            )?
+            .execute([&hash])?;
+        Ok(queued as u64)
+    })
+}
+
 /// Marks every memory of `hash` corrupt.
 pub(super) fn mark_corrupt(hash: String, detail: String) -> AdminWrite {
     Arc::new(move |conn: &Connection| {

@@ -244,8 +244,12 @@ impl Backend for SqliteMetaStore {
         let write = admin::remove_object_if_unreferenced(hash.to_owned(), idle_before);
         let removed = self.send(|reply| WriteCommand::Admin(write, reply)).await? > 0;
         if removed {
-            let (fulltext, hash) = (self.fulltext.clone(), hash.to_owned());
-            search::blocking(move || fulltext.remove(&hash)).await?;
+            let (fulltext, gone) = (self.fulltext.clone(), hash.to_owned());
+            search::blocking(move || fulltext.remove(&gone)).await?;
+            // The same content put again (and indexed) since the row went
+            // lost its new documents too: index it once more.
+            let write = admin::requeue_if_stored(hash.to_owned());
+            self.send(|reply| WriteCommand::Admin(write, reply)).await?;
         }
         Ok(removed)
     }
