@@ -1,5 +1,6 @@
 //! The embedded full-text index (tantivy): one document per frame of an
-//! object, with the object's hash and the frame's index as fast fields.
+//! object, with the object's hash, the frame's index and a number ordering
+//! the hashes ([`hash_key`], to break ties in score) as fast fields.
 //!
 //! It holds no namespace: the SQLite store ranks frames here and keeps the
 //! caller's memories among them (see `sqlite/search.rs`). Objects are added
