@@ -31,6 +31,25 @@ pub struct FrameBatch {
     pub done: bool,
 }
 
+#[cfg(test)]
+impl FrameBatch {
+    /// The whole of object `hash` (`done`), its frames holding `texts` in order.
+    pub fn whole<T: AsRef<str>>(hash: &str, texts: &[T]) -> Self {
+        Self {
+            hash: hash.to_owned(),
+            frames: texts
+                .iter()
+                .enumerate()
+                .map(|(i, text)| IndexedFrame {
+                    idx: u32::try_from(i).unwrap_or(u32::MAX),
+                    text: text.as_ref().to_owned(),
+                })
+                .collect(),
+            done: true,
+        }
+    }
+}
+
 /// Objects (and their content bytes) not indexed yet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IndexLag {

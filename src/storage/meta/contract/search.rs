@@ -3,25 +3,14 @@
 
 use std::sync::Arc;
 
-use super::super::{FrameBatch, IndexLag, IndexedFrame, ListQuery, MetaStore};
+use super::super::{FrameBatch, IndexLag, ListQuery, MetaStore};
 use super::{list_query, raw_put};
 
 /// Indexes `frames` as the frames of object `hash`, twice (it is
 /// idempotent), then asks for more work, as the indexer does (an index that
 /// commits in groups makes what it was given searchable by then).
 async fn index(store: &dyn MetaStore, hash: &str, frames: &[&str]) {
-    let batch = FrameBatch {
-        hash: hash.into(),
-        frames: frames
-            .iter()
-            .enumerate()
-            .map(|(i, text)| IndexedFrame {
-                idx: u32::try_from(i).unwrap(),
-                text: (*text).to_owned(),
-            })
-            .collect(),
-        done: true,
-    };
+    let batch = FrameBatch::whole(hash, frames);
     store.index_frames(batch.clone()).await.unwrap();
     store.index_frames(batch).await.unwrap();
     let pending = store.search_pending(100).await.unwrap();

@@ -6,18 +6,7 @@ use super::*;
 use crate::storage::meta::expression::parse;
 
 fn batch(hash: &str, frames: &[&str]) -> FrameBatch {
-    FrameBatch {
-        hash: hash.into(),
-        frames: frames
-            .iter()
-            .enumerate()
-            .map(|(i, text)| IndexedFrame {
-                idx: u32::try_from(i).unwrap(),
-                text: (*text).into(),
-            })
-            .collect(),
-        done: true,
-    }
+    FrameBatch::whole(hash, frames)
 }
 
 fn hashes(index: &FullText, expression: &str) -> Vec<String> {

@@ -40,23 +40,15 @@ pub(super) fn query(
             true,
         )),
         Expr::Phrase { words, prefix, .. } => phrase(words, *prefix, field, searcher)?,
-        Expr::And(..) => {
+        Expr::And(..) | Expr::Or(..) => {
+            let occur = if matches!(expr, Expr::And(..)) {
+                Occur::Must
+            } else {
+                Occur::Should
+            };
             let mut clauses = Vec::new();
-            for part in chain(expr, |e| match e {
-                Expr::And(l, r) => Some((l, r)),
-                _ => None,
-            }) {
-                clauses.push((Occur::Must, query(part, field, searcher)?));
-            }
-            Box::new(BooleanQuery::new(clauses))
-        }
-        Expr::Or(..) => {
-            let mut clauses = Vec::new();
-            for part in chain(expr, |e| match e {
-                Expr::Or(l, r) => Some((l, r)),
-                _ => None,
-            }) {
-                clauses.push((Occur::Should, query(part, field, searcher)?));
+            for part in chain(expr) {
+                clauses.push((occur, query(part, field, searcher)?));
             }
             Box::new(BooleanQuery::new(clauses))
         }
@@ -67,21 +59,19 @@ pub(super) fn query(
     })
 }
 
-/// The operands of a chain of the same operator (`a AND b AND c`), flat,
+/// The operands of a chain of `expr`'s operator (`a AND b AND c`), flat,
 /// so that tantivy sees one intersection or union of terms.
-fn chain<'a>(
-    expr: &'a Expr,
-    split: impl Fn(&'a Expr) -> Option<(&'a Expr, &'a Expr)>,
-) -> Vec<&'a Expr> {
+fn chain(expr: &Expr) -> Vec<&Expr> {
+    let operator = std::mem::discriminant(expr);
     let mut out = Vec::new();
     let mut stack = vec![expr];
     while let Some(e) = stack.pop() {
-        match split(e) {
-            Some((l, r)) => {
+        match e {
+            Expr::And(l, r) | Expr::Or(l, r) if std::mem::discriminant(e) == operator => {
                 stack.push(r);
                 stack.push(l);
             }
-            None => out.push(e),
+            _ => out.push(e),
         }
     }
     out

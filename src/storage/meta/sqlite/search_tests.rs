@@ -78,20 +78,8 @@ async fn store_with(
     let store = SqliteMetaStore::open(&url).await.unwrap();
     for (hash, namespace, frames) in objects {
         put_raw(&store, hash, namespace, b"x").await;
-        let frames = frames
-            .iter()
-            .enumerate()
-            .map(|(idx, text)| crate::storage::meta::IndexedFrame {
-                idx: idx as u32,
-                text: text.clone(),
-            })
-            .collect();
         store
-            .index_frames(FrameBatch {
-                hash: hash.clone(),
-                frames,
-                done: true,
-            })
+            .index_frames(FrameBatch::whole(hash, frames))
             .await
             .unwrap();
     }
