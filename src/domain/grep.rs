@@ -9,12 +9,13 @@
 
 use std::collections::VecDeque;
 
-use bytes::Bytes;
 use regex::bytes::{Regex, RegexBuilder};
-use tokio::sync::mpsc;
 
 use super::DomainError;
+use super::grep_plan::Plan;
 use super::reader::ObjectReader;
+use crate::storage::meta::FrameWords;
+use run::{Run, read_ahead};
 
 /// Bytes of a line returned (matches and context); a longer line is cut at
 /// a UTF-8 boundary and marked `cut`.
@@ -70,6 +71,9 @@ pub struct GrepResult {
     pub matches: Vec<GrepMatch>,
     /// Content bytes read.
     pub scanned_bytes: u64,
+    /// Content bytes not read: the full-text index showed no line there
+    /// can match.
+    pub skipped_bytes: u64,
     /// The answer stopped before the end: at `max_matches`, or at the scan cap.
     pub truncated: bool,
     /// The `after` that continues the search; None when the content is exhausted.
@@ -118,11 +122,15 @@ pub fn validate(query: &GrepQuery) -> Result<(), DomainError> {
 }
 
 /// Greps the content of `reader` for `query`, reading at most about
-/// `max_scan_bytes` (whole frames: the last one read may pass it).
+/// `max_scan_bytes` (whole frames: the last one read may pass it). With
+/// what the full-text index `known`s of the object's frames for the
+/// pattern's [`required_words`](super::grep_words::required_words), frames
+/// that cannot hold a match are not read (see [`Plan`]).
 pub async fn grep(
     reader: ObjectReader,
     query: &GrepQuery,
     max_scan_bytes: u64,
+    known: Option<&[FrameWords]>,
 ) -> Result<GrepResult, DomainError> {
     validate(query)?;
     let regex = compile(query)?;
@@ -130,95 +138,51 @@ pub async fn grep(
     if query.after >= total {
         return Ok(GrepResult::default());
     }
-    let mut reader = reader;
-    let start = reader.line_start(query.after + 1, 0).await?;
-    let size = reader.size();
+    let mut side = reader;
+    let start = side.line_start(query.after + 1, 0).await?;
+    let first = side.frame_at_offset(start);
+    let plan = Plan::new(&side, first, query.context, known);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let reader = reader.sequential(size).decode_threads(threads);
-    // Frames are read and decoded ahead while the last ones are scanned.
-    let mut pieces = read_ahead(reader, start);
-    let mut scan = Scan::new(regex, query, query.after + 1);
-    let mut scanned = 0u64;
-    let mut carry: Vec<u8> = Vec::new();
-    let mut carry_cut = false;
+    // Frames are read and decoded ahead, several at once, while the last
+    // ones are scanned.
+    let mut pieces = read_ahead(&side, plan.frames().to_vec(), start, threads);
+    let mut run = Run::new(
+        Scan::new(regex, query, query.after + 1),
+        start,
+        side.frame_count().saturating_sub(1),
+    );
+    let mut expect = first;
+    let mut received = 0;
     while let Some(piece) = pieces.recv().await {
         // The cap stops between lines (a line begun in `carry` is read
         // again by the next answer), and only once a line was read, so
         // `next` always moves on.
-        if scanned >= max_scan_bytes && scan.line > query.after + 1 {
-            return Ok(scan.finish(scanned, Stop::Cap));
+        if run.scanned() >= max_scan_bytes && run.line()? > query.after + 1 {
+            return run.finish(Stop::Cap);
         }
-        let piece = piece?;
-        scanned += piece.len() as u64;
-        let at_end = start + scanned >= size;
-        // Whole lines only: the piece's tail waits for the next frame.
-        let whole_to = if at_end {
-            piece.len()
-        } else {
-            memchr::memrchr(b'\n', &piece).map_or(0, |p| p + 1)
-        };
-        let (done, (kept, kept_cut, stop)) = tokio::task::spawn_blocking(move || {
-            let mut scan = scan;
-            let stop = scan.piece(&mut carry, &mut carry_cut, &piece, whole_to);
-            (scan, (carry, carry_cut, stop))
-        })
-        .await
-        .map_err(|e| DomainError::Internal(format!("grep worker: {e}")))?;
-        (scan, carry, carry_cut) = (done, kept, kept_cut);
-        if let Some(stop) = stop {
-            return Ok(scan.finish(scanned, stop));
+        let (idx, piece) = piece?;
+        received += 1;
+        if let Some(stop) = run.pass(&mut side, &plan, expect, idx).await? {
+            return run.finish(stop);
         }
+        if let Some(stop) = run.take(idx, piece).await? {
+            return run.finish(stop);
+        }
+        expect = idx + 1;
     }
-    if start + scanned < size {
+    if received < plan.frames().len() {
         // The reading task ended without an error to tell: never answer
         // "exhausted" for content that was not read.
         return Err(DomainError::Internal(format!(
-            "grep read stopped at offset {} of {size}",
-            start + scanned
+            "grep read stopped after {received} of {} frames",
+            plan.frames().len()
         )));
     }
-    Ok(scan.finish(scanned, Stop::End))
-}
-
-/// Pieces of content from `pos` to the end, frame by frame, read by a task
-/// of their own a few frames ahead; it stops when the receiver is dropped.
-fn read_ahead(
-    mut reader: ObjectReader,
-    mut pos: u64,
-) -> mpsc::Receiver<Result<Bytes, DomainError>> {
-    let (tx, rx) = mpsc::channel(4);
-    tokio::spawn(async move {
-        let size = reader.size();
-        while pos < size {
-            let piece = piece_at(&mut reader, pos).await;
-            if let Ok(piece) = &piece {
-                pos += piece.len() as u64;
-            }
-            let failed = piece.is_err();
-            if tx.send(piece).await.is_err() || failed {
-                return;
-            }
-        }
-    });
-    rx
-}
-
-/// The content from `pos` to the end of its frame.
-async fn piece_at(reader: &mut ObjectReader, pos: u64) -> Result<Bytes, DomainError> {
-    let idx = reader.frame_at_offset(pos);
-    let start = reader
-        .frame_entry(idx)
-        .map_or(pos, |frame| frame.content_offset);
-    let frame = reader.frame(idx, usize::MAX).await?;
-    let from = usize::try_from(pos - start).unwrap_or(usize::MAX);
-    let piece = frame.slice(from.min(frame.len())..);
-    if piece.is_empty() {
-        return Err(DomainError::Internal(format!(
-            "no content at offset {pos} of {}",
-            reader.size()
-        )));
+    let count = side.frame_count();
+    if let Some(stop) = run.pass(&mut side, &plan, expect, count).await? {
+        return run.finish(stop);
     }
-    Ok(piece)
+    run.finish(Stop::End)
 }
 
 /// Why a scan stopped.
@@ -257,6 +221,13 @@ impl Scan {
             owed: 0,
             line: first_line,
         }
+    }
+
+    /// Goes on at line `line`, somewhere further on: nothing read so far
+    /// stands right before it.
+    fn jump(&mut self, line: u64) {
+        self.line = line;
+        self.recent.clear();
     }
 
     fn full(&self) -> bool {
@@ -455,6 +426,7 @@ impl Scan {
         GrepResult {
             matches: self.matches,
             scanned_bytes,
+            skipped_bytes: 0,
             truncated: stop != Stop::End,
             next,
         }
@@ -482,6 +454,9 @@ fn shown(line: &[u8]) -> (String, bool) {
     }
     (String::from_utf8_lossy(&line[..cut]).into_owned(), true)
 }
+
+#[path = "grep_run.rs"]
+mod run;
 
 #[cfg(test)]
 #[path = "grep_tests.rs"]

@@ -61,6 +61,9 @@ pub struct AcrossResult {
     pub searched: u32,
     /// Content bytes read.
     pub scanned_bytes: u64,
+    /// Content bytes not read: the full-text index showed no line there
+    /// can match.
+    pub skipped_bytes: u64,
     /// Where to continue (inside a memory, or at the first one past the
     /// requested number); None when every memory the filters select was searched.
     pub next: Option<AcrossCursor>,
@@ -117,9 +120,10 @@ pub async fn grep_across(
             after,
             ..query.clone()
         };
-        let result = grep::grep(reader, &q, budget).await?;
+        let result = memories.grep_reader(reader, &q, budget).await?;
         answer.searched += 1;
         answer.scanned_bytes += result.scanned_bytes;
+        answer.skipped_bytes += result.skipped_bytes;
         left -= result.matches.len() as u32;
         let stopped = result.next;
         if !result.matches.is_empty() {

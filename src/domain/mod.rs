@@ -12,6 +12,8 @@ pub mod gc;
 pub mod governor;
 pub mod grep;
 pub mod grep_across;
+pub mod grep_plan;
+pub mod grep_words;
 pub mod ids;
 pub mod ingest;
 pub mod jq_query;

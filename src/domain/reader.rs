@@ -29,8 +29,6 @@ pub struct ObjectReader {
     read_ahead_to: Option<u64>,
     /// Frames fetched ahead, in index order, each decoded or why it failed.
     ahead: VecDeque<(usize, Result<Bytes, String>)>,
-    /// Threads that decode the frames fetched ahead.
-    decode_threads: usize,
 }
 
 impl ObjectReader {
@@ -54,7 +52,6 @@ impl ObjectReader {
             decoded: Vec::with_capacity(2),
             read_ahead_to: None,
             ahead: VecDeque::new(),
-            decode_threads: 1,
         }
     }
 
@@ -68,12 +65,21 @@ impl ObjectReader {
         self
     }
 
-    /// For a sequential reader whose caller waits on it (a grep): the frames
-    /// fetched ahead are decoded on `threads` threads at once, not one.
+    /// A reader over the same object and store with nothing read yet and no
+    /// frame cache, for reads that go on beside this one's.
     #[must_use]
-    pub fn decode_threads(mut self, threads: usize) -> Self {
-        self.decode_threads = threads.max(1);
-        self
+    pub fn fresh(&self) -> Self {
+        Self::new(self.object.clone(), self.blobs.clone())
+    }
+
+    /// The content hash of the object read.
+    pub fn hash(&self) -> &str {
+        &self.object.hash
+    }
+
+    /// Number of frames (raw content is one).
+    pub fn frame_count(&self) -> usize {
+        self.frames().len()
     }
 
     /// Shares decoded frames through `cache` (readers of hot paths; bulk
@@ -243,25 +249,9 @@ impl ObjectReader {
             .read_range(&self.object.hash, start, stop.saturating_sub(start))
             .await
             .map_err(|e| self.storage_failure(e))?;
-        // Contiguous runs of the batch, one per decoding thread.
-        let per_thread = batch.len().div_ceil(self.decode_threads);
-        let mut runs = Vec::new();
-        for (n, run) in batch.chunks(per_thread).enumerate() {
-            let (run, stored) = (run.to_vec(), stored.clone());
-            let first = idx + n * per_thread;
-            runs.push(tokio::task::spawn_blocking(move || {
-                decode_run(&run, first, &stored, start)
-            }));
-        }
-        let mut decoded = Vec::with_capacity(batch.len());
-        for run in runs {
-            let run = run.await.map_err(DomainError::internal)?;
-            let failed = run.last().is_some_and(|(_, frame)| frame.is_err());
-            decoded.extend(run);
-            if failed {
-                break; // the frames after a bad one are read again if asked for
-            }
-        }
+        let decoded = tokio::task::spawn_blocking(move || decode_run(&batch, idx, &stored, start))
+            .await
+            .map_err(DomainError::internal)?;
         self.ahead = decoded.into();
         Ok(())
     }

@@ -232,3 +232,50 @@ async fn grep_across_memories_never_shows_another_namespace() {
     .await
     .assert_error(StatusCode::NOT_FOUND, "not_found");
 }
+
+#[tokio::test]
+async fn a_big_memory_is_found_by_search_and_grep_reads_only_what_the_index_allows() {
+    let app = spawn_app().await;
+    // Several 512 KiB frames; one line near the end holds the rare words.
+    let mut content = log(120_000);
+    let at = content.len() - 2000;
+    let at = at + content[at..].find('\n').unwrap() + 1;
+    content.insert_str(at, "a quokka sighting, logged once\n");
+    let line = content[..at].matches('\n').count() as u64 + 1;
+    let size = content.len() as u64;
+    let id = app.put_id(content).await;
+    crate::search::wait_for_index(&app, None).await;
+    let found = app.get("/v1/search?q=quokka").await.json();
+    assert_eq!(found["results"][0]["id"], id.as_str(), "{found}");
+    assert_eq!(found["results"][0]["hits"][0]["line"], line);
+
+    let answer = grep(&app, &id, &format!("pattern={}", enc("a quokka sighting"))).await;
+    assert_eq!(lines(&answer), [line]);
+    let (scanned, skipped) = (
+        answer["scanned_bytes"].as_u64().unwrap(),
+        answer["skipped_bytes"].as_u64().unwrap(),
+    );
+    assert_eq!(scanned + skipped, size, "{answer}");
+    // PostgreSQL's index keeps nothing a grep can go by: it reads it all.
+    let skips = !crate::helpers::postgres_selected();
+    assert_eq!(scanned < size / 2, skips, "{answer}");
+    // No whole word pinned: every byte is read.
+    let answer = grep(&app, &id, "pattern=quokka").await;
+    assert_eq!(lines(&answer), [line]);
+    assert_eq!(answer["skipped_bytes"], 0);
+    // Across memories, the same.
+    let resp = app
+        .get(&format!(
+            "/v1/grep?pattern={}&fixed=true",
+            enc("a quokka sighting")
+        ))
+        .await;
+    assert_eq!(resp.status, StatusCode::OK, "{}", resp.text());
+    let across = resp.json();
+    assert_eq!(across["results"][0]["matches"][0]["line"], line);
+    assert_eq!(
+        across["skipped_bytes"].as_u64().unwrap() > 0,
+        skips,
+        "{across}"
+    );
+}

@@ -4,11 +4,14 @@
 use super::Memories;
 use crate::domain::DomainError;
 use crate::domain::grep::{self, GrepQuery, GrepResult};
+use crate::domain::grep_words;
 use crate::domain::ids::{IdRef, MemoryId};
 use crate::domain::jq_query::{self, JqLimits, JqResult};
+use crate::domain::reader::ObjectReader;
 use crate::domain::slicing::{self, Slice};
 use crate::domain::token_slice::{self, Start, TokenBudget};
 use crate::domain::uri::{MemUri, Selector};
+use crate::storage::meta::SearchIndex;
 
 impl Memories {
     /// Lines `start..=end` of a memory.
@@ -59,9 +62,36 @@ impl Memories {
     ) -> Result<(MemoryId, GrepResult), DomainError> {
         grep::validate(query)?;
         let (record, reader) = self.open(namespace, id).await?;
-        let answer = grep::grep(reader, query, self.limits.grep_scan_bytes).await?;
+        let answer = self
+            .grep_reader(reader, query, self.limits.grep_scan_bytes)
+            .await?;
         self.metrics.slice("grep", &record.fields.kind);
         Ok((MemoryId::from_stored(record.id), answer))
+    }
+
+    /// Greps an opened memory's content, reading only the frames the
+    /// full-text index cannot rule out (see [`grep::grep`]).
+    pub async fn grep_reader(
+        &self,
+        reader: ObjectReader,
+        query: &GrepQuery,
+        max_scan_bytes: u64,
+    ) -> Result<GrepResult, DomainError> {
+        let words = grep_words::required_words(&query.pattern, query.fixed, query.ignore_case);
+        let known = if words.is_empty() || reader.frame_count() < 2 {
+            None
+        } else {
+            // The index only saves work: without it, every frame is read.
+            let index: &dyn SearchIndex = self.meta.as_ref();
+            index
+                .frame_words(reader.hash(), &words)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "grep goes without the full-text index");
+                    None
+                })
+        };
+        grep::grep(reader, query, max_scan_bytes, known.as_deref()).await
     }
 
     /// The slice a pointer URI names (a bare pointer gives the first lines);

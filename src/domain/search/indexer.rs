@@ -9,7 +9,7 @@ use crate::domain::DomainError;
 use crate::domain::foreground::{Foreground, GiveWay};
 use crate::domain::reader::ObjectReader;
 use crate::storage::blob::BlobStore;
-use crate::storage::meta::{FrameBatch, IndexedFrame, MetaStore};
+use crate::storage::meta::{FrameBatch, FrameLines, IndexedFrame, MetaStore};
 
 /// Objects taken from the queue at a time.
 const PENDING_BATCH: u32 = 16;
@@ -36,23 +36,28 @@ const GIVE_WAY: GiveWay = GiveWay {
 /// Pause after a storage error before trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
-/// Number of frames `reader` has (raw content is one).
-fn frame_count(reader: &ObjectReader) -> usize {
-    (0..)
-        .take_while(|&i| reader.frame_entry(i).is_some())
-        .count()
+/// The text of one frame as the index takes it.
+pub(super) struct FrameText {
+    /// The line number of the frame's first byte.
+    pub first_line: u64,
+    /// The text (lossy UTF-8).
+    pub text: String,
+    /// The frame's content ends with a newline.
+    pub ends_line: bool,
+    /// Every line beginning in the frame is whole in `text`.
+    pub whole_lines: bool,
 }
 
 /// The text indexed for frame `idx`: its content plus the rest of its last
-/// line from the next frame, so no word is cut at a frame boundary; with
-/// `lead`, also the start of its first line from the previous frame (for
-/// hits, whose text is then the whole line). Also returns the line number
-/// of its first byte. `None` for binary content.
+/// line from the next frame (up to [`CONTINUATION_BYTES`]), so no word is
+/// cut at a frame boundary; with `lead`, also the start of its first line
+/// from the previous frame (for hits, whose text is then the whole line).
+/// `None` for binary content.
 pub(super) async fn frame_text(
     reader: &mut ObjectReader,
     idx: usize,
     lead: bool,
-) -> Result<Option<(u64, String)>, DomainError> {
+) -> Result<Option<FrameText>, DomainError> {
     let Some(entry) = reader.frame_entry(idx) else {
         return Ok(None);
     };
@@ -72,16 +77,25 @@ pub(super) async fn frame_text(
         bytes.extend_from_slice(&previous[start..]);
     }
     bytes.extend_from_slice(&data);
-    if !data.ends_with(b"\n") && reader.frame_entry(idx + 1).is_some() {
+    let ends_line = data.ends_with(b"\n");
+    let mut whole_lines = true;
+    if !ends_line && reader.frame_entry(idx + 1).is_some() {
         let next = reader.frame(idx + 1, CONTINUATION_BYTES).await?;
         let upto = next.len().min(CONTINUATION_BYTES);
-        let end = memchr::memchr(b'\n', &next[..upto]).unwrap_or(upto);
-        bytes.extend_from_slice(&next[..end]);
+        let end = memchr::memchr(b'\n', &next[..upto]);
+        // Whole when the line ends in the part taken, or the content does.
+        let next_len = reader
+            .frame_entry(idx + 1)
+            .map_or(0, |e| e.content_len as usize);
+        whole_lines = end.is_some() || (upto == next_len && reader.frame_entry(idx + 2).is_none());
+        bytes.extend_from_slice(&next[..end.unwrap_or(upto)]);
     }
-    Ok(Some((
+    Ok(Some(FrameText {
         first_line,
-        String::from_utf8_lossy(&bytes).into_owned(),
-    )))
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+        ends_line,
+        whole_lines,
+    }))
 }
 
 /// Indexes pending objects until the queue is empty or the task is stopped.
@@ -128,6 +142,7 @@ async fn index_object(
 ) -> Result<(), DomainError> {
     let mut batch = FrameBatch {
         hash: hash.to_owned(),
+        first: true,
         ..FrameBatch::default()
     };
     let Some(object) = meta.object(hash).await? else {
@@ -137,12 +152,13 @@ async fn index_object(
     };
     let size = object.bytes;
     let mut reader = ObjectReader::new(object, blobs.clone()).sequential(size);
-    let frames = frame_count(&reader);
+    let frames = reader.frame_count();
     let mut text_bytes = 0;
+    let mut starts_line = true;
     for idx in 0..frames {
         foreground.give_way(GIVE_WAY).await;
-        let text = match frame_text(&mut reader, idx, false).await {
-            Ok(Some((_, text))) => text,
+        let frame = match frame_text(&mut reader, idx, false).await {
+            Ok(Some(frame)) => frame,
             Ok(None) => break, // binary: nothing worth indexing
             Err(DomainError::Corrupt { detail, .. }) => {
                 tracing::warn!(%detail, "object fails verification; indexed no further");
@@ -150,20 +166,26 @@ async fn index_object(
             }
             Err(e) => return Err(e),
         };
-        text_bytes += text.len();
+        text_bytes += frame.text.len();
         batch.frames.push(IndexedFrame {
             idx: u32::try_from(idx).unwrap_or(u32::MAX),
-            text,
+            text: frame.text,
+            lines: FrameLines {
+                starts_line,
+                whole_lines: frame.whole_lines,
+            },
         });
+        starts_line = frame.ends_line;
         if text_bytes >= TEXT_PER_WRITE {
             text_bytes = 0;
-            let full = std::mem::take(&mut batch.frames);
-            meta.index_frames(FrameBatch {
+            let full = FrameBatch {
                 hash: hash.to_owned(),
-                frames: full,
+                frames: std::mem::take(&mut batch.frames),
+                first: batch.first,
                 done: false,
-            })
-            .await?;
+            };
+            batch.first = false;
+            meta.index_frames(full).await?;
         }
     }
     batch.done = true;

@@ -166,9 +166,8 @@ impl Search {
                 break;
             }
             let before = found.len();
-            if let Some((first_line, text)) =
-                indexer::frame_text(&mut reader, idx as usize, true).await?
-            {
+            if let Some(frame) = indexer::frame_text(&mut reader, idx as usize, true).await? {
+                let (first_line, text) = (frame.first_line, frame.text);
                 for hit in hits::scan(&text, first_line, terms, hits::MAX_HITS - found.len()) {
                     if !found.iter().any(|h| h.line == hit.line) {
                         found.push(hit);

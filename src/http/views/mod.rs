@@ -290,6 +290,9 @@ pub struct GrepView {
     pub matches: Vec<GrepMatchView>,
     /// Content bytes read to answer.
     pub scanned_bytes: u64,
+    /// Content bytes not read because the full-text index showed that no
+    /// line there can match (the pattern's whole words are missing from them).
+    pub skipped_bytes: u64,
     /// True when the answer stopped early (at `max_matches`, or at the per-request scan cap).
     pub truncated: bool,
     /// The `after` value that continues the search; null when the content is exhausted.
@@ -303,6 +306,7 @@ impl GrepView {
             id: id.to_string(),
             matches: GrepMatchView::all(id, result.matches),
             scanned_bytes: result.scanned_bytes,
+            skipped_bytes: result.skipped_bytes,
             truncated: result.truncated,
             next: result.next,
         }
@@ -353,6 +357,9 @@ pub struct AcrossGrepView {
     pub searched: u32,
     /// Content bytes read to answer.
     pub scanned_bytes: u64,
+    /// Content bytes not read because the full-text index showed that no
+    /// line there can match (the pattern's whole words are missing from them).
+    pub skipped_bytes: u64,
     /// True when memories (or the rest of one) are left: pass `next_cursor` as `cursor`.
     pub truncated: bool,
     /// Where the next answer starts; null when every selected memory was searched.
@@ -381,6 +388,7 @@ impl AcrossGrepView {
             results,
             searched: answer.searched,
             scanned_bytes: answer.scanned_bytes,
+            skipped_bytes: answer.skipped_bytes,
             truncated: answer.next.is_some(),
             next_cursor: answer.next.map(|cursor| cursor.encode()),
         }

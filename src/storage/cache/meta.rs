@@ -21,11 +21,11 @@ use super::object_wire;
 use super::redis::{OBJECTS, RedisCache};
 use crate::storage::StorageError;
 use crate::storage::meta::{
-    AccessUpdate, AdminStore, CalibrationRow, FrameBatch, ImportedMemory, IndexLag, LedgerBatch,
-    LedgerCounter, LedgerStore, ListQuery, MemoryRecord, MemoryStore, MetaStore, NamespaceTotals,
-    NewMemory, ObjectLease, ObjectRecord, ObjectStore, ObjectSummary, PendingObject, PruneFilter,
-    PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow, StoreTotals, UnreferencedObject,
-    UsageQuery, UsageRow,
+    AccessUpdate, AdminStore, CalibrationRow, FrameBatch, FrameWords, ImportedMemory, IndexLag,
+    LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord, MemoryStore, MetaStore,
+    NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore, ObjectSummary,
+    PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow,
+    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// How long a removed object's tombstone keeps fills of its record out: far
@@ -205,6 +205,14 @@ impl SearchIndex for CachedMetaStore {
 
     async fn index_lag(&self) -> Result<IndexLag, StorageError> {
         self.inner.index_lag().await
+    }
+
+    async fn frame_words(
+        &self,
+        hash: &str,
+        words: &[String],
+    ) -> Result<Option<Vec<FrameWords>>, StorageError> {
+        self.inner.frame_words(hash, words).await
     }
 
     async fn search(

@@ -26,7 +26,9 @@ pub use records::{
     AccessUpdate, FrameEntry, ImportedMemory, Layout, ListQuery, MemoryFields, MemoryRecord,
     NewMemory, ObjectLease, ObjectRecord, PAGE_BYTES, PageEntry, PutOutcome,
 };
-pub use search_rows::{FrameBatch, IndexLag, IndexedFrame, PendingObject, SearchRow};
+pub use search_rows::{
+    FrameBatch, FrameLines, FrameWords, IndexLag, IndexedFrame, PendingObject, SearchRow,
+};
 
 /// The memories of each namespace: put, read, list, delete, import, read counts.
 #[async_trait]
@@ -110,6 +112,16 @@ pub trait SearchIndex: Send + Sync {
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError>;
     /// Objects and bytes waiting for the full-text index.
     async fn index_lag(&self) -> Result<IndexLag, StorageError>;
+    /// For a grep inside object `hash`: each of its frames the index holds
+    /// (searchable now), whether its text holds every one of `words`
+    /// ([`crate::text::words`] of the pattern) and how its lines stand there.
+    /// A frame not listed is unknown to the index. `None` when this index
+    /// keeps nothing a grep can go by.
+    async fn frame_words(
+        &self,
+        hash: &str,
+        words: &[String],
+    ) -> Result<Option<Vec<FrameWords>>, StorageError>;
     /// Memories of `filter.namespace` whose frames match the full-text
     /// `expression` (already safe for the backend), best first, at most
     /// `filter.limit`, within the filter's fields (`after` is ignored).

@@ -18,6 +18,33 @@ pub struct IndexedFrame {
     pub idx: u32,
     /// The frame's text (with the rest of its last line).
     pub text: String,
+    /// How the frame's lines stand in `text` (what lets a grep skip it).
+    pub lines: FrameLines,
+}
+
+/// How a frame's lines stand in its indexed text. Both false (the default)
+/// claims nothing: a grep then reads the frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameLines {
+    /// The frame's first byte begins a line (the first frame, or the one
+    /// before ends with a newline).
+    pub starts_line: bool,
+    /// Every line that begins in the frame is whole in the text (its last
+    /// line ended within the text taken from the next frame, or in the frame).
+    pub whole_lines: bool,
+}
+
+/// What the index knows of one frame for a grep: see [`SearchIndex::frame_words`].
+///
+/// [`SearchIndex::frame_words`]: super::SearchIndex::frame_words
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameWords {
+    /// Frame index in the object.
+    pub idx: u32,
+    /// Its indexed text holds every word asked for.
+    pub holds_words: bool,
+    /// How its lines stand in that text.
+    pub lines: FrameLines,
 }
 
 /// Frames of one object to add to the index; `done` ends the object's indexing.
@@ -27,13 +54,16 @@ pub struct FrameBatch {
     pub hash: String,
     /// Frames to add (a frame already indexed is skipped).
     pub frames: Vec<IndexedFrame>,
+    /// True on the object's first batch: whatever an earlier try at the
+    /// object left in the index goes first.
+    pub first: bool,
     /// True on the object's last batch: it leaves the pending queue.
     pub done: bool,
 }
 
 #[cfg(test)]
 impl FrameBatch {
-    /// The whole of object `hash` (`done`), its frames holding `texts` in order.
+    /// The whole of object `hash` (`first` and `done`), its frames holding `texts` in order.
     pub fn whole<T: AsRef<str>>(hash: &str, texts: &[T]) -> Self {
         Self {
             hash: hash.to_owned(),
@@ -43,8 +73,10 @@ impl FrameBatch {
                 .map(|(i, text)| IndexedFrame {
                     idx: u32::try_from(i).unwrap_or(u32::MAX),
                     text: text.as_ref().to_owned(),
+                    lines: FrameLines::default(),
                 })
                 .collect(),
+            first: true,
             done: true,
         }
     }

@@ -97,7 +97,9 @@ pub(in crate::storage::meta) async fn gc_removes_only_objects_no_memory_refers_t
         frames: vec![IndexedFrame {
             idx: 0,
             text: "collectable".into(),
+            lines: Default::default(),
         }],
+        first: true,
         done: true,
     };
     store.index_frames(batch).await.unwrap();

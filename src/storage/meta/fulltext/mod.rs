@@ -1,6 +1,7 @@
 //! The embedded full-text index (tantivy): one document per frame of an
-//! object, with the object's hash, the frame's index and a number ordering
-//! the hashes ([`hash_key`], to break ties in score) as fast fields.
+//! object, with the object's hash, the frame's index, a number ordering
+//! the hashes ([`hash_key`], to break ties in score) and how the frame's
+//! lines stand in its text ([`FrameLines`], for grep) as fast fields.
 //!
 //! It holds no namespace: the SQLite store ranks frames here and keeps the
 //! caller's memories among them (see `sqlite/search.rs`). Objects are added
@@ -10,6 +11,7 @@
 //! loses no work: an object re-indexed after a restart first has its old
 //! documents deleted.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -27,7 +29,7 @@ use tantivy::{
 };
 
 use super::expression::Expr;
-use super::{FrameBatch, IndexedFrame};
+use super::{FrameBatch, FrameLines, FrameWords, IndexedFrame};
 use crate::storage::StorageError;
 
 mod translate;
@@ -60,6 +62,7 @@ pub(crate) struct FullText {
     hash: Field,
     idx: Field,
     key: Field,
+    lines: Field,
     pending: Mutex<Uncommitted>,
 }
 
@@ -90,9 +93,11 @@ fn schema() -> (Schema, Field, Field, Field) {
                 .set_index_option(IndexRecordOption::WithFreqsAndPositions),
         ),
     );
+
     let hash = builder.add_text_field("hash", STRING | FAST);
     let idx = builder.add_u64_field("idx", FAST);
     builder.add_u64_field(KEY, FAST);
+    builder.add_u64_field(LINES, FAST);
     (builder.build(), body, hash, idx)
 }
 
@@ -117,6 +122,17 @@ fn open_dir(dir: &Path, schema: Schema) -> Result<Option<(Index, bool)>, Storage
 
 /// The fast field ordering documents by their object's hash ([`hash_key`]).
 const KEY: &str = "key";
+/// The fast field holding a frame's [`FrameLines`] as bits.
+const LINES: &str = "lines";
+/// [`FrameLines::starts_line`]'s bit.
+const STARTS_LINE: u64 = 1;
+/// [`FrameLines::whole_lines`]'s bit.
+const WHOLE_LINES: u64 = 2;
+
+fn line_bits(lines: FrameLines) -> u64 {
+    (if lines.starts_line { STARTS_LINE } else { 0 })
+        | (if lines.whole_lines { WHOLE_LINES } else { 0 })
+}
 
 /// A number that orders hashes as their text does (ties aside): the first
 /// 16 hex digits of a SHA-256 hash, or the first 8 bytes of anything else.
@@ -168,6 +184,7 @@ impl FullText {
             .try_into()
             .map_err(failed)?;
         let key = index.schema().get_field(KEY).map_err(failed)?;
+        let lines = index.schema().get_field(LINES).map_err(failed)?;
         Ok((
             Self {
                 index,
@@ -177,6 +194,7 @@ impl FullText {
                 hash,
                 idx,
                 key,
+                lines,
                 pending: Mutex::new(Uncommitted {
                     done: Vec::new(),
                     removed: HashSet::new(),
@@ -201,20 +219,21 @@ impl FullText {
         Ok(writer)
     }
 
-    /// Adds a batch of an object's frames; the batch holding its first
-    /// frame (or none) first deletes whatever an earlier try left.
+    /// Adds a batch of an object's frames; the object's first batch first
+    /// deletes whatever an earlier try left.
     pub(crate) fn add(&self, batch: FrameBatch) -> Result<(), StorageError> {
         let guard = self.writer()?;
         let writer = guard.as_ref().ok_or_else(no_writer)?;
-        if batch.frames.first().is_none_or(|f| f.idx == 0) {
+        if batch.first {
             writer.delete_term(Term::from_field_text(self.hash, &batch.hash));
         }
-        for IndexedFrame { idx, text } in batch.frames {
+        for IndexedFrame { idx, text, lines } in batch.frames {
             let mut doc = TantivyDocument::new();
             doc.add_text(self.body, text);
             doc.add_text(self.hash, &batch.hash);
             doc.add_u64(self.idx, u64::from(idx));
             doc.add_u64(self.key, hash_key(&batch.hash));
+            doc.add_u64(self.lines, line_bits(lines));
             writer.add_document(doc).map_err(failed)?;
         }
         let mut pending = lock(&self.pending);
@@ -404,6 +423,83 @@ impl FullText {
         frames.sort_unstable();
         frames.dedup();
         Ok(Some(frames))
+    }
+}
+
+impl FullText {
+    /// Each indexed frame of object `hash`, whether its text holds every
+    /// one of `words` (terms as the tokenizer spells them) and its
+    /// [`FrameLines`]; nothing for an object deleted since the last commit.
+    /// A frame indexed twice (a retry not yet committed) is told by its
+    /// least claim.
+    pub(crate) fn frame_words(
+        &self,
+        hash: &str,
+        words: &[String],
+    ) -> Result<Vec<FrameWords>, StorageError> {
+        if lock(&self.pending).removed.contains(hash) {
+            return Ok(Vec::new());
+        }
+        let searcher = self.reader.searcher();
+        let object = || -> Box<dyn Query> {
+            Box::new(TermQuery::new(
+                Term::from_field_text(self.hash, hash),
+                IndexRecordOption::Basic,
+            ))
+        };
+        let every = searcher
+            .search(&object(), &DocSetCollector)
+            .map_err(failed)?;
+        let mut clauses = vec![(Occur::Must, object())];
+        for word in words {
+            clauses.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(self.body, word),
+                    IndexRecordOption::Basic,
+                )) as Box<dyn Query>,
+            ));
+        }
+        let holding = searcher
+            .search(&BooleanQuery::new(clauses), &DocSetCollector)
+            .map_err(failed)?;
+        let mut columns: HashMap<u32, (Column<u64>, Column<u64>)> = HashMap::new();
+        let mut frames: HashMap<u32, FrameWords> = HashMap::new();
+        for address in every {
+            let (idx, lines) = match columns.entry(address.segment_ord) {
+                Entry::Occupied(open) => open.into_mut(),
+                Entry::Vacant(slot) => {
+                    let fields = searcher.segment_reader(address.segment_ord).fast_fields();
+                    slot.insert((
+                        fields.u64("idx").map_err(failed)?,
+                        fields.u64(LINES).map_err(failed)?,
+                    ))
+                }
+            };
+            let (Some(idx), bits) = (idx.first(address.doc_id), lines.first(address.doc_id)) else {
+                continue;
+            };
+            let bits = bits.unwrap_or(0);
+            let seen = FrameWords {
+                idx: u32::try_from(idx).unwrap_or(u32::MAX),
+                holds_words: holding.contains(&address),
+                lines: FrameLines {
+                    starts_line: bits & STARTS_LINE != 0,
+                    whole_lines: bits & WHOLE_LINES != 0,
+                },
+            };
+            frames
+                .entry(seen.idx)
+                .and_modify(|known| {
+                    known.holds_words |= seen.holds_words;
+                    known.lines.starts_line &= seen.lines.starts_line;
+                    known.lines.whole_lines &= seen.lines.whole_lines;
+                })
+                .or_insert(seen);
+        }
+        let mut frames: Vec<FrameWords> = frames.into_values().collect();
+        frames.sort_unstable_by_key(|f| f.idx);
+        Ok(frames)
     }
 }
 

@@ -202,3 +202,34 @@ fn an_index_of_another_schema_is_built_again() {
     index.commit(true).unwrap();
     assert_eq!(hashes(&index, "\"zebra\""), ["a"]);
 }
+
+#[test]
+fn only_an_objects_first_batch_clears_what_an_earlier_try_left() {
+    let (index, _) = FullText::open(None).unwrap();
+    // An earlier, interrupted try.
+    index
+        .add(FrameBatch {
+            done: false,
+            ..batch("a", &["stale"])
+        })
+        .unwrap();
+    index
+        .add(FrameBatch {
+            done: false,
+            ..batch("a", &["zebra", "yak"])
+        })
+        .unwrap();
+    // The last batch holds no frame (the ones before were sent in full).
+    index
+        .add(FrameBatch {
+            hash: "a".into(),
+            frames: Vec::new(),
+            first: false,
+            done: true,
+        })
+        .unwrap();
+    index.commit(true).unwrap();
+    assert_eq!(hashes(&index, "\"zebra\""), ["a"]);
+    assert_eq!(hashes(&index, "\"yak\""), ["a"]);
+    assert!(hashes(&index, "\"stale\"").is_empty());
+}

@@ -20,7 +20,12 @@ async fn a_large_frame_is_indexed_in_parts_and_matches_as_a_whole() {
     let id = t.store.put(raw_put("a", &big, 1)).await.unwrap().record.id;
     let batch = FrameBatch {
         hash: id,
-        frames: vec![IndexedFrame { idx: 0, text: big }],
+        frames: vec![IndexedFrame {
+            idx: 0,
+            text: big,
+            lines: Default::default(),
+        }],
+        first: true,
         done: true,
     };
     t.store.index_frames(batch).await.unwrap();

@@ -11,11 +11,11 @@ use super::SharedReads;
 use crate::clock::now_ms;
 use crate::storage::StorageError;
 use crate::storage::meta::{
-    AccessUpdate, AdminStore, CalibrationRow, FrameBatch, ImportedMemory, IndexLag, LedgerBatch,
-    LedgerCounter, LedgerStore, ListQuery, MemoryRecord, MemoryStore, MetaStore, NamespaceTotals,
-    NewMemory, ObjectLease, ObjectRecord, ObjectStore, ObjectSummary, PendingObject, PruneFilter,
-    PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow, StoreTotals, UnreferencedObject,
-    UsageQuery, UsageRow,
+    AccessUpdate, AdminStore, CalibrationRow, FrameBatch, FrameWords, ImportedMemory, IndexLag,
+    LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord, MemoryStore, MetaStore,
+    NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore, ObjectSummary,
+    PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow,
+    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// What one SQL backend does its own way; each method is the role method
@@ -47,6 +47,14 @@ pub(in crate::storage::meta) trait Backend: Send + Sync {
     }
     /// See [`SearchIndex::index_frames`].
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError>;
+    /// See [`SearchIndex::frame_words`]; none by default.
+    async fn frame_words(
+        &self,
+        _hash: &str,
+        _words: &[String],
+    ) -> Result<Option<Vec<FrameWords>>, StorageError> {
+        Ok(None)
+    }
     /// See [`SearchIndex::search`].
     async fn search(
         &self,
@@ -166,6 +174,14 @@ impl<B: Backend> SearchIndex for B {
 
     async fn index_lag(&self) -> Result<IndexLag, StorageError> {
         self.reads().index_lag().await
+    }
+
+    async fn frame_words(
+        &self,
+        hash: &str,
+        words: &[String],
+    ) -> Result<Option<Vec<FrameWords>>, StorageError> {
+        Backend::frame_words(self, hash, words).await
     }
 
     async fn search(

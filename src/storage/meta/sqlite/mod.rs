@@ -22,7 +22,7 @@ use super::MemoryStore;
 use super::fulltext::FullText;
 use super::sql::{Backend, Dialect, Reads, SharedReads, memory_select};
 use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, PutOutcome};
-use super::{FrameBatch, PendingObject, SearchRow};
+use super::{FrameBatch, FrameWords, PendingObject, SearchRow};
 use crate::storage::StorageError;
 use writer::WriteCommand;
 
@@ -220,6 +220,17 @@ impl Backend for SqliteMetaStore {
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
         search::search(self.read.pool(), &self.fulltext, expression, filter).await
+    }
+
+    async fn frame_words(
+        &self,
+        hash: &str,
+        words: &[String],
+    ) -> Result<Option<Vec<FrameWords>>, StorageError> {
+        let (fulltext, hash, words) = (self.fulltext.clone(), hash.to_owned(), words.to_vec());
+        search::blocking(move || fulltext.frame_words(&hash, &words))
+            .await
+            .map(Some)
     }
 
     async fn remove_memories(

@@ -27,7 +27,9 @@ async fn an_empty_index_answers_a_search_with_nothing() {
         frames: vec![crate::storage::meta::IndexedFrame {
             idx: 0,
             text: "zebra zebra".into(),
+            lines: Default::default(),
         }],
+        first: true,
         done: true,
     };
     store.index_frames(batch.clone()).await.unwrap();
@@ -210,7 +212,9 @@ async fn an_object_indexed_again_is_found_once_and_a_collected_one_not_at_all() 
             frames: vec![crate::storage::meta::IndexedFrame {
                 idx: 0,
                 text: "zebra one".into(),
+                lines: Default::default(),
             }],
+            first: true,
             done: true,
         })
         .await
