@@ -32,6 +32,7 @@ use super::expression::Expr;
 use super::{FrameBatch, FrameLines, FrameWords, IndexedFrame};
 use crate::storage::StorageError;
 
+mod pairs;
 mod translate;
 mod words;
 
@@ -63,6 +64,8 @@ pub(crate) struct FullText {
     idx: Field,
     key: Field,
     lines: Field,
+    /// The fields a query reads.
+    fields: translate::Fields,
     pending: Mutex<Uncommitted>,
 }
 
@@ -91,6 +94,14 @@ fn schema() -> (Schema, Field, Field, Field) {
             TextFieldIndexing::default()
                 .set_tokenizer(words::NAME)
                 .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        ),
+    );
+    builder.add_text_field(
+        PAIRS,
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(pairs::NAME)
+                .set_index_option(IndexRecordOption::WithFreqs),
         ),
     );
 
@@ -122,6 +133,8 @@ fn open_dir(dir: &Path, schema: Schema) -> Result<Option<(Index, bool)>, Storage
 
 /// The fast field ordering documents by their object's hash ([`hash_key`]).
 const KEY: &str = "key";
+/// The field of the body's common-word pairs (see [`pairs`]).
+const PAIRS: &str = "pairs";
 /// The fast field holding a frame's [`FrameLines`] as bits.
 const LINES: &str = "lines";
 /// [`FrameLines::starts_line`]'s bit.
@@ -178,6 +191,9 @@ impl FullText {
             },
         };
         index.tokenizers().register(words::NAME, words::Words);
+        index
+            .tokenizers()
+            .register(pairs::NAME, pairs::Pairs::default());
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -185,6 +201,10 @@ impl FullText {
             .map_err(failed)?;
         let key = index.schema().get_field(KEY).map_err(failed)?;
         let lines = index.schema().get_field(LINES).map_err(failed)?;
+        let fields = translate::Fields {
+            body,
+            pairs: index.schema().get_field(PAIRS).map_err(failed)?,
+        };
         Ok((
             Self {
                 index,
@@ -195,6 +215,7 @@ impl FullText {
                 idx,
                 key,
                 lines,
+                fields,
                 pending: Mutex::new(Uncommitted {
                     done: Vec::new(),
                     removed: HashSet::new(),
@@ -229,7 +250,8 @@ impl FullText {
         }
         for IndexedFrame { idx, text, lines } in batch.frames {
             let mut doc = TantivyDocument::new();
-            doc.add_text(self.body, text);
+            doc.add_text(self.body, &text);
+            doc.add_text(self.fields.pairs, text);
             doc.add_text(self.hash, &batch.hash);
             doc.add_u64(self.idx, u64::from(idx));
             doc.add_u64(self.key, hash_key(&batch.hash));
@@ -299,7 +321,7 @@ impl FullText {
         count: usize,
     ) -> Result<(Vec<FrameHit>, bool), StorageError> {
         let searcher = self.reader.searcher();
-        let query = translate::query(expr, self.body, &searcher)?;
+        let query = translate::query(expr, self.fields, &searcher)?;
         let count = count.max(1);
         let found = searcher
             .search(&query, &TopDocs::with_limit(count).order_by_score())
@@ -322,7 +344,7 @@ impl FullText {
         max: usize,
     ) -> Result<(Vec<FrameHit>, bool), StorageError> {
         let searcher = self.reader.searcher();
-        let query = translate::query(expr, self.body, &searcher)?;
+        let query = translate::query(expr, self.fields, &searcher)?;
         let weight = query
             .weight(EnableScoring::enabled_from_searcher(&searcher))
             .map_err(failed)?;
@@ -412,7 +434,7 @@ impl FullText {
                 Occur::Must,
                 Box::new(TermQuery::new(object, IndexRecordOption::Basic)) as Box<dyn Query>,
             ),
-            (Occur::Must, translate::query(expr, self.body, &searcher)?),
+            (Occur::Must, translate::query(expr, self.fields, &searcher)?),
         ]);
         let found = searcher.search(&query, &DocSetCollector).map_err(failed)?;
         let mut columns = Columns::new(&searcher);

@@ -233,3 +233,34 @@ fn only_an_objects_first_batch_clears_what_an_earlier_try_left() {
     assert_eq!(hashes(&index, "\"yak\""), ["a"]);
     assert!(hashes(&index, "\"stale\"").is_empty());
 }
+
+#[test]
+fn phrases_of_common_words_match_exactly_what_their_positions_would() {
+    let (index, _) = FullText::open(None).unwrap();
+    let long = "x".repeat(words::MAX_WORD_BYTES + 1);
+    let texts = [
+        ("1", "<a class=\"sidebar\">".to_owned()),
+        ("2", "class a, a big class".to_owned()),
+        ("3", "<div class=\"sidebar\">".to_owned()),
+        ("4", "<div class=\"other\"> sidebar".to_owned()),
+        ("5", format!("the {long} cat")),
+        ("6", "open the summary class".to_owned()),
+        ("7", "open summary class".to_owned()),
+    ];
+    for (hash, text) in &texts {
+        index.add(batch(hash, &[text.as_str()])).unwrap();
+    }
+    index.commit(true).unwrap();
+    // Two words, one common: the pair term alone.
+    assert_eq!(hashes(&index, r#""a class""#), ["1"]);
+    assert_eq!(hashes(&index, r#""class a""#), ["2"]);
+    // Three words: the pairs narrow it down, the positions decide.
+    assert_eq!(hashes(&index, r#""div class sidebar""#), ["3"]);
+    assert_eq!(hashes(&index, r#""open summary class""#), ["7"]);
+    assert_eq!(hashes(&index, r#""the summary class""#), ["6"]);
+    // A word too long to index still keeps the others apart.
+    assert!(hashes(&index, r#""the cat""#).is_empty());
+    // No common word: positions only.
+    assert_eq!(hashes(&index, r#""open summary""#), ["7"]);
+    assert_eq!(hashes(&index, r#""class sidebar""#), ["1", "3"]);
+}

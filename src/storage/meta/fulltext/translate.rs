@@ -13,6 +13,7 @@ use tantivy::query::{
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{Searcher, Term};
 
+use super::pairs::{is_common, pair};
 use super::words::MAX_WORD_BYTES;
 use crate::storage::StorageError;
 use crate::storage::meta::expression::Expr;
@@ -24,13 +25,23 @@ pub(super) const SCORED_EXPANSIONS: usize = 32;
 /// Words the last word of a phrase prefix (`"open fi"*`) may stand for.
 const PHRASE_EXPANSIONS: u32 = 10_000;
 
-/// The tantivy query for `expr` on `field` (prefixes are expanded against
+/// The fields a query reads: the words, and their common-word pairs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Fields {
+    /// The words, with positions.
+    pub body: Field,
+    /// The pairs of adjacent words one of which is common.
+    pub pairs: Field,
+}
+
+/// The tantivy query for `expr` on `fields` (prefixes are expanded against
 /// the words `searcher`'s segments hold).
 pub(super) fn query(
     expr: &Expr,
-    field: Field,
+    fields: Fields,
     searcher: &Searcher,
 ) -> Result<Box<dyn Query>, StorageError> {
+    let field = fields.body;
     Ok(match expr {
         Expr::Phrase {
             words, fuzzy: true, ..
@@ -39,7 +50,7 @@ pub(super) fn query(
             typo_edits(&words[0]),
             true,
         )),
-        Expr::Phrase { words, prefix, .. } => phrase(words, *prefix, field, searcher)?,
+        Expr::Phrase { words, prefix, .. } => phrase(words, *prefix, fields, searcher)?,
         Expr::And(..) | Expr::Or(..) => {
             let occur = if matches!(expr, Expr::And(..)) {
                 Occur::Must
@@ -48,13 +59,13 @@ pub(super) fn query(
             };
             let mut clauses = Vec::new();
             for part in chain(expr) {
-                clauses.push((occur, query(part, field, searcher)?));
+                clauses.push((occur, query(part, fields, searcher)?));
             }
             Box::new(BooleanQuery::new(clauses))
         }
         Expr::Not(kept, dropped) => Box::new(BooleanQuery::new(vec![
-            (Occur::Must, query(kept, field, searcher)?),
-            (Occur::MustNot, query(dropped, field, searcher)?),
+            (Occur::Must, query(kept, fields, searcher)?),
+            (Occur::MustNot, query(dropped, fields, searcher)?),
         ])),
     })
 }
@@ -80,9 +91,10 @@ fn chain(expr: &Expr) -> Vec<&Expr> {
 fn phrase(
     words: &[String],
     prefix: bool,
-    field: Field,
+    fields: Fields,
     searcher: &Searcher,
 ) -> Result<Box<dyn Query>, StorageError> {
+    let field = fields.body;
     if words
         .iter()
         .any(|w| w.len() > MAX_WORD_BYTES && !(prefix && w == &words[words.len() - 1]))
@@ -99,7 +111,7 @@ fn phrase(
             terms[0].clone(),
             IndexRecordOption::WithFreqs,
         )),
-        (_, false) => Box::new(PhraseQuery::new(terms)),
+        (_, false) => common_pairs(words, terms, fields.pairs),
         (1, true) => word_prefix(&words[0], field, searcher)?,
         (_, true) => {
             let mut query = PhrasePrefixQuery::new(terms);
@@ -107,6 +119,31 @@ fn phrase(
             Box::new(query)
         }
     })
+}
+
+/// A phrase of two or more words: its common-word pairs as terms (the
+/// phrase itself when they are all it has, else they narrow it down), or
+/// the positions of its words when it holds no common word.
+fn common_pairs(words: &[String], terms: Vec<Term>, pairs: Field) -> Box<dyn Query> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = words
+        .windows(2)
+        .filter(|w| is_common(&w[0]) || is_common(&w[1]))
+        .map(|w| -> (Occur, Box<dyn Query>) {
+            let term = Term::from_field_text(pairs, &pair(&w[0], &w[1]));
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+            )
+        })
+        .collect();
+    if words.len() == 2 && clauses.len() == 1 {
+        return clauses.remove(0).1;
+    }
+    if clauses.is_empty() {
+        return Box::new(PhraseQuery::new(terms));
+    }
+    clauses.push((Occur::Must, Box::new(PhraseQuery::new(terms))));
+    Box::new(BooleanQuery::new(clauses))
 }
 
 /// Every indexed word starting with `prefix`: the most frequent
