@@ -12,10 +12,18 @@ use crate::domain::DomainError;
 use crate::domain::grep_plan::Plan;
 use crate::domain::reader::ObjectReader;
 
+/// Content of contiguous frames fetched with one request (and decoded in one
+/// go) from a remote store: a request per 512 KiB frame would cost a round
+/// trip each. From local files each frame is read on its own, which keeps
+/// more decoding in flight (measured: 1.01× of GNU grep against 0.76× in
+/// 2 MiB chunks).
+const CHUNK_BYTES: u64 = 2 << 20;
+
 /// The frames `frames` (ascending) as pieces of content, the first from
-/// `start` when it holds it, read by a task of their own: `threads` frames
-/// are fetched and decoded at once, a few ahead of the scan. The task stops
-/// when the receiver is dropped.
+/// `start` when it holds it, read by a task of their own: frame by frame (on
+/// a remote store, contiguous frames in chunks of up to [`CHUNK_BYTES`]),
+/// `threads + 1` fetched and decoded at once, a few ahead of the scan. The task stops when the
+/// receiver is dropped.
 pub(super) fn read_ahead(
     reader: &ObjectReader,
     frames: Vec<usize>,
@@ -23,23 +31,68 @@ pub(super) fn read_ahead(
     threads: usize,
 ) -> mpsc::Receiver<Result<(usize, Bytes), DomainError>> {
     let (tx, rx) = mpsc::channel(4);
+    let chunks = chunks(reader, frames);
     let reader = reader.fresh();
     tokio::spawn(async move {
-        let reads = futures::stream::iter(frames)
-            .map(|idx| {
-                let mut reader = reader.fresh();
-                async move { piece_at(&mut reader, idx, start).await.map(|p| (idx, p)) }
+        let reads = futures::stream::iter(chunks)
+            .map(|chunk| {
+                let end = chunk
+                    .last()
+                    .and_then(|&last| reader.frame_entry(last))
+                    .map_or(0, |f| f.content_offset + u64::from(f.content_len));
+                let mut reader = reader.fresh().sequential(end);
+                async move {
+                    let mut pieces = Vec::with_capacity(chunk.len());
+                    for idx in chunk {
+                        pieces.push((idx, piece_at(&mut reader, idx, start).await?));
+                    }
+                    Ok::<_, DomainError>(pieces)
+                }
             })
             .buffered(threads.max(1) + 1);
         futures::pin_mut!(reads);
-        while let Some(piece) = reads.next().await {
-            let failed = piece.is_err();
-            if tx.send(piece).await.is_err() || failed {
-                return;
+        while let Some(chunk) = reads.next().await {
+            let pieces = match chunk {
+                Ok(pieces) => pieces,
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            };
+            for piece in pieces {
+                if tx.send(Ok(piece)).await.is_err() {
+                    return;
+                }
             }
         }
     });
     rx
+}
+
+/// `frames` (ascending) one by one, or, from a remote store, cut into runs
+/// of contiguous frames of at most [`CHUNK_BYTES`] of content.
+fn chunks(reader: &ObjectReader, frames: Vec<usize>) -> Vec<Vec<usize>> {
+    let limit = if reader.remote() { CHUNK_BYTES } else { 0 };
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut bytes = 0u64;
+    for idx in frames {
+        let len = reader
+            .frame_entry(idx)
+            .map_or(0, |f| u64::from(f.content_len));
+        match out.last_mut() {
+            Some(chunk)
+                if chunk.last().is_some_and(|&last| last + 1 == idx) && bytes + len <= limit =>
+            {
+                chunk.push(idx);
+                bytes += len;
+            }
+            _ => {
+                out.push(vec![idx]);
+                bytes = len;
+            }
+        }
+    }
+    out
 }
 
 /// The content of frame `idx`, from `start` on when the frame holds it.

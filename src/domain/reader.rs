@@ -77,6 +77,11 @@ impl ObjectReader {
         &self.object.hash
     }
 
+    /// Whether each store read is a network round trip (see [`BlobStore::remote`]).
+    pub fn remote(&self) -> bool {
+        self.blobs.remote()
+    }
+
     /// Number of frames (raw content is one).
     pub fn frame_count(&self) -> usize {
         self.frames().len()

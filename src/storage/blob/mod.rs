@@ -36,6 +36,11 @@ pub trait BlobStore: Send + Sync {
             .await
             .map_err(StorageError::internal)
     }
+    /// Whether each read costs a network round trip (S3), so that a bulk
+    /// reader had better fetch contiguous ranges together.
+    fn remote(&self) -> bool {
+        false
+    }
     /// Removes an object (no error when it is already gone).
     async fn delete(&self, hash: &str) -> Result<(), StorageError>;
     /// Every stored object (for GC and verify).

@@ -148,6 +148,10 @@ fn hash_of_key(blobs: &ObjectPath, key: &ObjectPath) -> Option<String> {
 
 #[async_trait]
 impl BlobStore for S3BlobStore {
+    fn remote(&self) -> bool {
+        true
+    }
+
     async fn create(&self) -> Result<Box<dyn BlobWriter>, StorageError> {
         let tmp = self.tmp.clone();
         let file =

@@ -50,6 +50,10 @@ impl CachedBlobStore {
 
 #[async_trait]
 impl BlobStore for CachedBlobStore {
+    fn remote(&self) -> bool {
+        self.inner.remote()
+    }
+
     async fn create(&self) -> Result<Box<dyn BlobWriter>, StorageError> {
         self.inner.create().await
     }

@@ -47,8 +47,9 @@ pub(super) struct Pairs {
 /// The pairs of one text.
 pub(super) struct PairStream<'a> {
     words: WordStream<'a>,
-    /// The word before, with its position.
-    previous: Option<(String, usize)>,
+    /// The word before, its position, and whether it is common.
+    previous: String,
+    previous_at: Option<(usize, bool)>,
     token: Token,
 }
 
@@ -58,7 +59,8 @@ impl Tokenizer for Pairs {
     fn token_stream<'a>(&'a mut self, text: &'a str) -> PairStream<'a> {
         PairStream {
             words: self.words.token_stream(text),
-            previous: None,
+            previous: String::new(),
+            previous_at: None,
             token: Token::default(),
         }
     }
@@ -68,22 +70,26 @@ impl TokenStream for PairStream<'_> {
     fn advance(&mut self) -> bool {
         while self.words.advance() {
             let word = self.words.token();
-            let current = (word.text.clone(), word.position);
-            let (from, to) = (word.offset_from, word.offset_to);
-            let previous = self.previous.replace(current.clone());
-            let Some((before, at)) = previous else {
-                continue;
-            };
+            let common = is_common(&word.text);
+            let before = self.previous_at.replace((word.position, common));
             // Adjacent only: a skipped long word keeps its position.
-            if at + 1 != current.1 || !(is_common(&before) || is_common(&current.0)) {
-                continue;
+            let paired = before
+                .is_some_and(|(at, was_common)| at + 1 == word.position && (was_common || common));
+            if paired {
+                self.token.text.clear();
+                self.token.text.push_str(&self.previous);
+                self.token.text.push(' ');
+                self.token.text.push_str(&word.text);
+                self.token.offset_from = word.offset_from;
+                self.token.offset_to = word.offset_to;
+                self.token.position = word.position - 1;
+                self.token.position_length = 1;
             }
-            self.token.text = pair(&before, &current.0);
-            self.token.offset_from = from;
-            self.token.offset_to = to;
-            self.token.position = at;
-            self.token.position_length = 1;
-            return true;
+            self.previous.clear();
+            self.previous.push_str(&word.text);
+            if paired {
+                return true;
+            }
         }
         false
     }
