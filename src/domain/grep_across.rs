@@ -4,6 +4,7 @@
 
 use super::DomainError;
 use super::grep::{self, GrepQuery, GrepResult};
+use super::grep_words::required_words;
 use super::ids::{IdRef, MemoryId};
 use super::memories::Memories;
 use crate::storage::meta::{ListQuery, MemoryRecord};
@@ -81,6 +82,7 @@ pub async fn grep_across(
 ) -> Result<AcrossResult, DomainError> {
     grep::validate(query)?;
     grep::compile(query)?;
+    let words = required_words(&query.pattern, query.fixed, query.ignore_case);
     let mut answer = AcrossResult::default();
     let mut start_after = 0;
     let mut records = Vec::new();
@@ -120,7 +122,7 @@ pub async fn grep_across(
             after,
             ..query.clone()
         };
-        let result = memories.grep_reader(reader, &q, budget).await?;
+        let result = memories.grep_reader(reader, &q, &words, budget).await?;
         answer.searched += 1;
         answer.scanned_bytes += result.scanned_bytes;
         answer.skipped_bytes += result.skipped_bytes;

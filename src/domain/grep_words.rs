@@ -10,6 +10,8 @@
 //! literal could go on into a longer word); `ZANZIBAR quux planted marker`
 //! pins `quux` and `planted`.
 
+use std::collections::HashSet;
+
 use regex_syntax::ParserBuilder;
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
@@ -17,6 +19,8 @@ use crate::text;
 
 /// Most words asked of the index (more only narrow it further).
 const MAX_WORDS: usize = 8;
+/// Most words looked at to choose them from (a pattern may hold millions).
+const MAX_CANDIDATES: usize = 64;
 /// Longest word the index holds, in bytes (its tokenizer skips longer ones).
 const MAX_WORD_BYTES: usize = 255;
 /// Most characters of a class looked at to tell it holds no letter or digit.
@@ -43,20 +47,21 @@ pub fn required_words(pattern: &str, fixed: bool, ignore_case: bool) -> Vec<Stri
         flatten(&hir, &mut pieces);
         pieces.push(Piece::Open);
     }
-    let mut words: Vec<String> = Vec::new();
-    for (run, pinned_left, pinned_right) in runs(&pieces) {
+    let mut words: HashSet<String> = HashSet::new();
+    'runs: for (run, pinned_left, pinned_right) in runs(&pieces) {
         for (word, start, end) in alphanumeric_words(&run) {
             let whole = (start > 0 || pinned_left) && (end < run.len() || pinned_right);
             if whole && word.len() <= MAX_WORD_BYTES && (!ignore_case || case_proof(word)) {
-                let folded = text::fold(word);
-                if !words.contains(&folded) {
-                    words.push(folded);
+                words.insert(text::fold(word));
+                if words.len() >= MAX_CANDIDATES {
+                    break 'runs;
                 }
             }
         }
     }
     // The longest words first: the rarest, most often.
-    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    let mut words: Vec<String> = words.into_iter().collect();
+    words.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     words.truncate(MAX_WORDS);
     words
 }
@@ -229,6 +234,11 @@ mod tests {
         assert!(required_words("quux", true, false).is_empty());
         // Regex syntax means nothing to a fixed pattern.
         assert_eq!(required_words("a.b (cd) e", true, false), ["cd", "b"]);
+        // A pattern of many words: a few of the first, longest first.
+        let many: String = (0..100_000).map(|i| format!("w{i} ")).collect();
+        let found = required_words(&format!("x {many}"), true, false);
+        assert_eq!(found.len(), 8);
+        assert!(found.iter().all(|w| w.len() == 3), "{found:?}");
     }
 
     #[test]

@@ -61,30 +61,34 @@ impl Memories {
         query: &GrepQuery,
     ) -> Result<(MemoryId, GrepResult), DomainError> {
         grep::validate(query)?;
+        // What cannot compile is refused before it is read for words.
+        grep::compile(query)?;
+        let words = grep_words::required_words(&query.pattern, query.fixed, query.ignore_case);
         let (record, reader) = self.open(namespace, id).await?;
         let answer = self
-            .grep_reader(reader, query, self.limits.grep_scan_bytes)
+            .grep_reader(reader, query, &words, self.limits.grep_scan_bytes)
             .await?;
         self.metrics.slice("grep", &record.fields.kind);
         Ok((MemoryId::from_stored(record.id), answer))
     }
 
     /// Greps an opened memory's content, reading only the frames the
-    /// full-text index cannot rule out (see [`grep::grep`]).
+    /// full-text index shows may hold `words` (the pattern's
+    /// [`grep_words::required_words`]; see [`grep::grep`]).
     pub async fn grep_reader(
         &self,
         reader: ObjectReader,
         query: &GrepQuery,
+        words: &[String],
         max_scan_bytes: u64,
     ) -> Result<GrepResult, DomainError> {
-        let words = grep_words::required_words(&query.pattern, query.fixed, query.ignore_case);
         let known = if words.is_empty() || reader.frame_count() < 2 {
             None
         } else {
             // The index only saves work: without it, every frame is read.
             let index: &dyn SearchIndex = self.meta.as_ref();
             index
-                .frame_words(reader.hash(), &words)
+                .frame_words(reader.hash(), words)
                 .await
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "grep goes without the full-text index");

@@ -22,8 +22,10 @@ pub struct IndexedFrame {
     pub lines: FrameLines,
 }
 
-/// How a frame's lines stand in its indexed text. Both false (the default)
-/// claims nothing: a grep then reads the frame.
+/// How a frame's lines stand in its indexed text. `whole_lines` false (the
+/// default) keeps a grep reading the frame; `starts_line` false tells a grep
+/// that jumps to the frame to begin after its first newline, so it must be
+/// true whenever a line begins at the frame's first byte.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FrameLines {
     /// The frame's first byte begins a line (the first frame, or the one

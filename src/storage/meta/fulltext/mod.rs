@@ -452,8 +452,8 @@ impl FullText {
     /// Each indexed frame of object `hash`, whether its text holds every
     /// one of `words` (terms as the tokenizer spells them) and its
     /// [`FrameLines`]; nothing for an object deleted since the last commit.
-    /// A frame indexed twice (a retry not yet committed) is told by its
-    /// least claim.
+    /// A frame indexed twice (a retry not yet committed) holds the same
+    /// content both times; its flags are taken together all the same.
     pub(crate) fn frame_words(
         &self,
         hash: &str,
