@@ -155,9 +155,7 @@ impl Run {
     }
 
     fn state(&self) -> Result<&ScanState, DomainError> {
-        self.state
-            .as_ref()
-            .ok_or_else(|| DomainError::Internal("grep scan lost".into()))
+        self.state.as_ref().ok_or_else(lost)
     }
 
     /// Number of the next line.
@@ -203,10 +201,7 @@ impl Run {
             Some(starts) => starts,
             None => piece_at(reader, to - 1, self.start).await?.ends_with(b"\n"),
         };
-        let state = self
-            .state
-            .as_mut()
-            .ok_or_else(|| DomainError::Internal("grep scan lost".into()))?;
+        let state = self.state.as_mut().ok_or_else(lost)?;
         state.scan.jump(first_line + u64::from(!starts_line));
         self.discard = !starts_line;
         Ok(None)
@@ -233,10 +228,7 @@ impl Run {
         } else {
             memchr::memrchr(b'\n', &piece).map_or(0, |p| p + 1)
         };
-        let mut state = self
-            .state
-            .take()
-            .ok_or_else(|| DomainError::Internal("grep scan lost".into()))?;
+        let mut state = self.state.take().ok_or_else(lost)?;
         let (state, stop) = tokio::task::spawn_blocking(move || {
             let stop = state
                 .scan
@@ -250,12 +242,14 @@ impl Run {
     }
 
     pub(super) fn finish(mut self, stop: Stop) -> Result<GrepResult, DomainError> {
-        let state = self
-            .state
-            .take()
-            .ok_or_else(|| DomainError::Internal("grep scan lost".into()))?;
+        let state = self.state.take().ok_or_else(lost)?;
         let mut result = state.scan.finish(self.scanned, stop);
         result.skipped_bytes = self.skipped;
         Ok(result)
     }
+}
+
+/// The error of a scan state gone missing (a blocking scan that panicked).
+fn lost() -> DomainError {
+    DomainError::Internal("grep scan lost".into())
 }
