@@ -1,6 +1,6 @@
 //! Building the application from its configuration, and running it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,7 +73,7 @@ impl App {
         let governor = config.governor().map_err(anyhow::Error::msg)?;
         let metrics = Arc::new(Metrics::new());
         let cache = open_cache(config, &metrics)?;
-        let meta: Arc<dyn MetaStore> = open_meta(&config.database_url()).await?;
+        let meta: Arc<dyn MetaStore> = open_meta(&config.database_url(), &config.data_dir).await?;
         // Wrapped before anything takes a clone: every reader shares cached
         // object records, and GC's removals invalidate them.
         let meta: Arc<dyn MetaStore> = match &cache {
@@ -221,7 +221,13 @@ impl App {
     }
 }
 
-async fn open_meta(url: &str) -> anyhow::Result<Arc<dyn MetaStore>> {
+/// Where in the data directory a PostgreSQL store's replica keeps its
+/// full-text index.
+const PG_FULLTEXT_DIR: &str = "fulltext";
+
+/// Opens the metadata store at `url`; a PostgreSQL store keeps this
+/// replica's full-text index in `data_dir` (SQLite's lives beside its file).
+async fn open_meta(url: &str, data_dir: &Path) -> anyhow::Result<Arc<dyn MetaStore>> {
     if url.starts_with("sqlite:") {
         let store = SqliteMetaStore::open(url)
             .await
@@ -229,7 +235,7 @@ async fn open_meta(url: &str) -> anyhow::Result<Arc<dyn MetaStore>> {
         return Ok(Arc::new(store));
     }
     if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        let store = PgMetaStore::open(url)
+        let store = PgMetaStore::open(url, Some(&data_dir.join(PG_FULLTEXT_DIR)))
             .await
             .with_context(|| format!("cannot open metadata store {}", redacted(url)))?;
         return Ok(Arc::new(store));

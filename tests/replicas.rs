@@ -230,7 +230,7 @@ async fn two_replicas_share_metadata_objects_and_cache() {
     .await;
     assert_eq!(status, 200);
 
-    // B finds it once the background index (of whichever replica) has it.
+    // B finds it once its own index (built from the shared objects) has it.
     eventually(
         Duration::from_secs(30),
         "B's search finds A's memory",

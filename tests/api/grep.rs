@@ -256,9 +256,7 @@ async fn a_big_memory_is_found_by_search_and_grep_reads_only_what_the_index_allo
         answer["skipped_bytes"].as_u64().unwrap(),
     );
     assert_eq!(scanned + skipped, size, "{answer}");
-    // PostgreSQL's index keeps nothing a grep can go by: it reads it all.
-    let skips = !crate::helpers::postgres_selected();
-    assert_eq!(scanned < size / 2, skips, "{answer}");
+    assert!(scanned < size / 2, "{answer}");
     // No whole word pinned: every byte is read.
     let answer = grep(&app, &id, "pattern=quokka").await;
     assert_eq!(lines(&answer), [line]);
@@ -273,9 +271,5 @@ async fn a_big_memory_is_found_by_search_and_grep_reads_only_what_the_index_allo
     assert_eq!(resp.status, StatusCode::OK, "{}", resp.text());
     let across = resp.json();
     assert_eq!(across["results"][0]["matches"][0]["line"], line);
-    assert_eq!(
-        across["skipped_bytes"].as_u64().unwrap() > 0,
-        skips,
-        "{across}"
-    );
+    assert!(across["skipped_bytes"].as_u64().unwrap() > 0, "{across}");
 }

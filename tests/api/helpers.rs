@@ -21,12 +21,6 @@ pub fn s3_selected() -> bool {
     Selection::from_env().s3 && backends::s3_endpoint().is_some()
 }
 
-/// Whether the apps of this run keep metadata in PostgreSQL
-/// (`CAIRN_TEST_BACKEND` names `postgres` and a database is configured).
-pub fn postgres_selected() -> bool {
-    Selection::from_env().postgres && backends::postgres_url().is_some()
-}
-
 /// A running application with its data directory and the optional backends
 /// (`CAIRN_TEST_BACKEND`, see `tests/common/backends.rs`) it uses.
 pub struct TestApp {

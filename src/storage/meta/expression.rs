@@ -1,6 +1,5 @@
 //! The full-text expressions the domain writes (src/domain/search/query.rs),
-//! parsed for the backends that do not read FTS5 syntax themselves (the
-//! PostgreSQL `tsquery` translation, the embedded tantivy index).
+//! parsed for the tantivy index every backend searches through.
 //!
 //! The expressions are made of double-quoted lower-case phrases (a trailing
 //! `*` makes the last word a prefix; a trailing `~` makes a one-word phrase
@@ -169,20 +168,6 @@ impl Parser<'_> {
                 Ok(inner)
             }
             _ => Err(bad(self.expression, "an operand is missing")),
-        }
-    }
-}
-
-impl Expr {
-    /// Every phrase of the expression, negated ones too, in order.
-    pub(crate) fn phrases(&self) -> Vec<&Self> {
-        match self {
-            Self::Phrase { .. } => vec![self],
-            Self::And(l, r) | Self::Or(l, r) | Self::Not(l, r) => {
-                let mut all = l.phrases();
-                all.extend(r.phrases());
-                all
-            }
         }
     }
 }

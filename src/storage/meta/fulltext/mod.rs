@@ -3,13 +3,14 @@
 //! the hashes ([`hash_key`], to break ties in score) and how the frame's
 //! lines stand in its text ([`FrameLines`], for grep) as fast fields.
 //!
-//! It holds no namespace: the SQLite store ranks frames here and keeps the
-//! caller's memories among them (see `sqlite/search.rs`). Objects are added
+//! It holds no namespace: a search ranks frames here and keeps the
+//! caller's memories among them (see `sql/search.rs`). Objects are added
 //! by the background indexer; they become searchable at the next commit,
 //! which happens at most [`COMMIT_EVERY`] after they are done, and only then
-//! does the store take them off its persisted pending queue, so a crash
-//! loses no work: an object re-indexed after a restart first has its old
-//! documents deleted.
+//! does the store count them as indexed (SQLite takes them off its persisted
+//! queue; a PostgreSQL replica records its place in the commit's payload,
+//! see `postgres/feed.rs`), so a crash loses no work: an object re-indexed
+//! after a restart first has its old documents deleted.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -282,9 +283,29 @@ impl FullText {
         lock(&self.pending).done.clone()
     }
 
+    /// The payload of the last commit (see [`FullText::commit`]).
+    pub(crate) fn payload(&self) -> Result<Option<String>, StorageError> {
+        Ok(self.index.load_metas().map_err(failed)?.payload)
+    }
+
+    /// Deletes every document (at the next commit).
+    pub(crate) fn clear(&self) -> Result<(), StorageError> {
+        let guard = self.writer()?;
+        let writer = guard.as_ref().ok_or_else(no_writer)?;
+        writer.delete_all_documents().map_err(failed)?;
+        lock(&self.pending).dirty = true;
+        Ok(())
+    }
+
     /// Commits when a commit is due (or anything waits and `force`), makes
-    /// it searchable, and answers the objects it made durable.
-    pub(crate) fn commit(&self, force: bool) -> Result<Vec<String>, StorageError> {
+    /// it searchable, and answers the objects it made durable. `payload`,
+    /// asked for once the writer is held (so it describes no document added
+    /// after the commit), is kept with the commit: [`FullText::payload`].
+    pub(crate) fn commit(
+        &self,
+        force: bool,
+        payload: impl FnOnce() -> Option<String>,
+    ) -> Result<Vec<String>, StorageError> {
         {
             let pending = lock(&self.pending);
             let due = pending.last_commit.elapsed() >= COMMIT_EVERY
@@ -302,7 +323,14 @@ impl FullText {
             pending.last_commit = Instant::now();
             std::mem::take(&mut pending.done)
         };
-        if let Err(e) = writer.commit() {
+        let committed = match payload() {
+            None => writer.commit(),
+            Some(payload) => writer.prepare_commit().and_then(|mut prepared| {
+                prepared.set_payload(&payload);
+                prepared.commit()
+            }),
+        };
+        if let Err(e) = committed {
             let mut pending = lock(&self.pending);
             pending.dirty = true;
             pending.done.extend(done);

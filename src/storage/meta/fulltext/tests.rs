@@ -31,11 +31,17 @@ fn nothing_is_visible_before_the_commit_and_a_commit_answers_what_it_made_durabl
         .unwrap();
     assert!(hashes(&index, "\"zebra\"").is_empty());
     assert_eq!(index.uncommitted(), ["a"]);
-    assert!(index.commit(false).unwrap().is_empty(), "not due yet");
-    assert_eq!(index.commit(true).unwrap(), ["a"]);
+    assert!(
+        index.commit(false, || None).unwrap().is_empty(),
+        "not due yet"
+    );
+    assert_eq!(index.commit(true, || None).unwrap(), ["a"]);
     assert!(index.uncommitted().is_empty());
     assert_eq!(hashes(&index, "\"zebra\""), ["a", "b"]);
-    assert!(index.commit(true).unwrap().is_empty(), "nothing waits");
+    assert!(
+        index.commit(true, || None).unwrap().is_empty(),
+        "nothing waits"
+    );
 }
 
 #[test]
@@ -48,7 +54,7 @@ fn a_prefix_of_many_words_matches_them_all_and_ranks_the_frequent_ones() {
         index.add(batch(&format!("{i:04}"), &[word])).unwrap();
     }
     index.add(batch("zzzz", &["other words"])).unwrap();
-    index.commit(true).unwrap();
+    index.commit(true, || None).unwrap();
     assert_eq!(hashes(&index, "\"pre\"*").len(), words.len());
     assert_eq!(hashes(&index, "\"pre0001\"*"), ["0001"]);
     assert!(hashes(&index, "\"prex\"*").is_empty());
@@ -67,7 +73,7 @@ fn phrases_prefixes_and_operators_match_as_fts5_has_them() {
         .add(batch("two", &["open the file later; parser ok"]))
         .unwrap();
     index.add(batch("three", &["Ünïcode café"])).unwrap();
-    index.commit(true).unwrap();
+    index.commit(true, || None).unwrap();
     assert_eq!(hashes(&index, r#""open file""#), ["one"]);
     assert_eq!(hashes(&index, r#""open" "file""#), ["one", "two"]);
     assert_eq!(hashes(&index, r#""file han"*"#), ["one"]);
@@ -93,7 +99,7 @@ fn frames_of_one_object_come_in_frame_order() {
         .add(batch("a", &["zebra", "none", "zebra zebra", "zebra"]))
         .unwrap();
     index.add(batch("b", &["zebra"])).unwrap();
-    index.commit(true).unwrap();
+    index.commit(true, || None).unwrap();
     let expr = parse("\"zebra\"").unwrap();
     assert_eq!(index.frames_of(&expr, "a", 1).unwrap(), Some(vec![0, 2, 3]));
     assert_eq!(index.frames_of(&expr, "a", 4).unwrap(), None, "all 4 known");
@@ -110,7 +116,7 @@ fn a_reopened_index_keeps_what_was_committed_only() {
         let (index, created) = FullText::open(Some(dir.path())).unwrap();
         assert!(created);
         index.add(batch("a", &["zebra"])).unwrap();
-        index.commit(true).unwrap();
+        index.commit(true, || None).unwrap();
         index.add(batch("b", &["zebra"])).unwrap();
     }
     let (index, created) = FullText::open(Some(dir.path())).unwrap();
@@ -124,7 +130,7 @@ fn a_typo_tolerant_word_matches_words_an_edit_or_two_away() {
     index.add(batch("a", &["the config file"])).unwrap();
     index.add(batch("b", &["configuration options"])).unwrap();
     index.add(batch("c", &["cong"])).unwrap();
-    index.commit(true).unwrap();
+    index.commit(true, || None).unwrap();
     assert_eq!(hashes(&index, r#""confgi"~"#), ["a"]);
     assert_eq!(hashes(&index, r#""cnofiguratoin"~"#), ["b"]);
     assert!(hashes(&index, r#""confgi""#).is_empty());
@@ -148,7 +154,7 @@ fn at_least_a_score_finds_every_frame_tied_with_it_and_those_above() {
             .unwrap();
     }
     index.add(batch("none", &["no match"])).unwrap();
-    index.commit(true).unwrap();
+    index.commit(true, || None).unwrap();
     let expr = parse("\"zebra\"").unwrap();
     let (top, all) = index.top(&expr, 5).unwrap();
     assert!(!all);
@@ -199,7 +205,7 @@ fn an_index_of_another_schema_is_built_again() {
     let (index, created) = FullText::open(Some(dir.path())).unwrap();
     assert!(created, "so the store queues every object again");
     index.add(batch("a", &["zebra"])).unwrap();
-    index.commit(true).unwrap();
+    index.commit(true, || None).unwrap();
     assert_eq!(hashes(&index, "\"zebra\""), ["a"]);
 }
 
@@ -228,7 +234,7 @@ fn only_an_objects_first_batch_clears_what_an_earlier_try_left() {
             done: true,
         })
         .unwrap();
-    index.commit(true).unwrap();
+    index.commit(true, || None).unwrap();
     assert_eq!(hashes(&index, "\"zebra\""), ["a"]);
     assert_eq!(hashes(&index, "\"yak\""), ["a"]);
     assert!(hashes(&index, "\"stale\"").is_empty());
@@ -250,7 +256,7 @@ fn phrases_of_common_words_match_exactly_what_their_positions_would() {
     for (hash, text) in &texts {
         index.add(batch(hash, &[text.as_str()])).unwrap();
     }
-    index.commit(true).unwrap();
+    index.commit(true, || None).unwrap();
     // Two words, one common: the pair term alone.
     assert_eq!(hashes(&index, r#""a class""#), ["1"]);
     assert_eq!(hashes(&index, r#""class a""#), ["2"]);

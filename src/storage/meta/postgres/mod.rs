@@ -4,7 +4,9 @@
 //! Same tables and meaning as the SQLite store; its own migrations
 //! (migrations/postgres).
 
+use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,21 +14,23 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Postgres, Row};
 
 use super::LedgerBatch;
-use super::sql::{Backend, Dialect, Reads, SharedReads, memory_select};
+use super::fulltext::FullText;
+use super::sql::search::blocking;
+use super::sql::{self, Backend, Dialect, Reads, SharedReads, memory_select};
 use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, ObjectLease, PutOutcome};
-use super::{FrameBatch, SearchRow};
+use super::{FrameBatch, FrameWords, IndexLag, PendingObject, SearchRow};
 use crate::storage::StorageError;
+use feed::Feed;
 
 mod admin;
+mod feed;
+#[cfg(test)]
+mod feed_tests;
 mod lease;
 mod ledger;
 mod puts;
-mod search;
-#[cfg(test)]
-mod search_tests;
 #[cfg(test)]
 mod tests;
-mod tsquery;
 
 impl Dialect for Postgres {
     const MEMORY_SELECT: &'static str = memory_select!(
@@ -34,6 +38,8 @@ impl Dialect for Postgres {
     );
     const GREATEST: &'static str = "GREATEST";
     const BYTEWISE: &'static str = " COLLATE \"C\"";
+    const JSON_VALUES: (&'static str, &'static str) =
+        ("json_array_elements_text(", "::json) AS j(value)");
 
     fn tags(row: &PgRow) -> Result<Vec<String>, StorageError> {
         Ok(row.try_get("tags")?)
@@ -46,6 +52,8 @@ pub struct PgMetaStore {
     read: Reads<Postgres>,
     /// Sessions holding object leases ([`lease`]).
     leases: PgPool,
+    /// This replica's full-text index and its place in the objects ([`feed`]).
+    feed: Arc<Feed>,
 }
 
 impl PgMetaStore {
@@ -57,13 +65,20 @@ impl PgMetaStore {
     /// the URL with libpq's `options` parameter, URL-encoded:
     /// `postgres://user@host/db?options=-c%20search_path%3Dmyschema`, or with
     /// `?options[search_path]=myschema`. The schema must exist.
-    pub async fn open(url: &str) -> Result<Self, StorageError> {
+    ///
+    /// `index_dir` holds this replica's full-text index (built from the
+    /// database when new, see [`feed`]); `None` keeps it in memory, built
+    /// again at each start.
+    pub async fn open(url: &str, index_dir: Option<&Path>) -> Result<Self, StorageError> {
         let options = PgConnectOptions::from_str(url)?;
-        Self::open_with(options).await
+        Self::open_with(options, index_dir).await
     }
 
     /// Like [`PgMetaStore::open`], with options built by the caller.
-    pub async fn open_with(options: PgConnectOptions) -> Result<Self, StorageError> {
+    pub async fn open_with(
+        options: PgConnectOptions,
+        index_dir: Option<&Path>,
+    ) -> Result<Self, StorageError> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .min_connections(1)
@@ -75,9 +90,12 @@ impl PgMetaStore {
             .await
             .map_err(|e| StorageError::Database(format!("migration failed: {e}")))?;
         let leases = lease::pool(options).await?;
+        let (fulltext, _) = FullText::open(index_dir)?;
+        let feed = Arc::new(Feed::open(&pool, fulltext).await?);
         Ok(Self {
             read: Reads::new(pool),
             leases,
+            feed,
         })
     }
 }
@@ -121,8 +139,21 @@ impl Backend for PgMetaStore {
         ledger::write(self.read.pool(), &batch).await
     }
 
+    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
+        self.feed.pending(self.read.pool(), limit).await
+    }
+
+    async fn index_lag(&self) -> Result<IndexLag, StorageError> {
+        self.feed.lag(self.read.pool()).await
+    }
+
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {
-        search::index(self.read.pool(), batch).await
+        let (fulltext, hash, done) = (self.feed.fulltext.clone(), batch.hash.clone(), batch.done);
+        blocking(move || fulltext.add(batch)).await?;
+        if done {
+            self.feed.done(hash);
+        }
+        Ok(())
     }
 
     async fn search(
@@ -130,7 +161,23 @@ impl Backend for PgMetaStore {
         expression: &str,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
-        search::search(self.read.pool(), expression, filter).await
+        sql::search::search(&self.read, &self.feed.fulltext, expression, filter).await
+    }
+
+    async fn frame_words(
+        &self,
+        hash: &str,
+        words: &[String],
+    ) -> Result<Option<Vec<FrameWords>>, StorageError> {
+        if !self.feed.holds(self.read.pool(), hash).await? {
+            // Not indexed yet, or only as an earlier row of the same content
+            // (whose frames may have been cut elsewhere): no frame is known.
+            return Ok(Some(Vec::new()));
+        }
+        let (fulltext, hash, words) = (self.feed.fulltext.clone(), hash.to_owned(), words.to_vec());
+        blocking(move || fulltext.frame_words(&hash, &words))
+            .await
+            .map(Some)
     }
 
     async fn remove_memories(
@@ -150,7 +197,12 @@ impl Backend for PgMetaStore {
         hash: &str,
         idle_before: i64,
     ) -> Result<bool, StorageError> {
-        admin::remove_object_if_unreferenced(self.read.pool(), hash, idle_before).await
+        let removed =
+            admin::remove_object_if_unreferenced(self.read.pool(), hash, idle_before).await?;
+        if removed {
+            self.feed.forget(self.read.pool(), hash).await?;
+        }
+        Ok(removed)
     }
 
     async fn ping(&self) -> Result<(), StorageError> {
@@ -159,6 +211,9 @@ impl Backend for PgMetaStore {
     }
 
     async fn close(&self) {
+        if let Err(e) = self.feed.commit(true).await {
+            tracing::warn!(error = %e, "could not commit the full-text index at shutdown");
+        }
         self.leases.close().await;
         self.read.pool().close().await;
     }

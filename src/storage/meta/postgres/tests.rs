@@ -2,8 +2,8 @@
 //! names it (skipped when unset or unreachable, failed instead when `CI` is
 //! set). Every test works in a fresh schema of its own, dropped at the end.
 //! The metadata contract runs here; what only PostgreSQL does (a schema
-//! named in the URL, frames split in parts, leases) is tested beside it and
-//! in [`super::search_tests`].
+//! named in the URL, leases) is tested beside it, and how a replica's index
+//! follows the store in [`super::feed_tests`].
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,8 +15,8 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, Executor, PgConnection};
 
 use super::PgMetaStore;
-use crate::storage::meta::contract::{Subject, contract_suite, raw_put};
-use crate::storage::meta::{MemoryStore, MetaStore};
+use crate::storage::meta::contract::{Subject, contract_suite, hash_of, raw_put};
+use crate::storage::meta::{MemoryStore, MetaStore, ObjectStore};
 
 /// A store in a schema of its own; [`TestStore::finish`] drops the schema.
 pub(super) struct TestStore {
@@ -86,7 +86,7 @@ pub(super) async fn test_store() -> Option<TestStore> {
     conn.execute(format!("CREATE SCHEMA {schema}").as_str())
         .await
         .unwrap();
-    let store = PgMetaStore::open_with(options.clone().options([("search_path", &schema)]))
+    let store = PgMetaStore::open_with(options.clone().options([("search_path", &schema)]), None)
         .await
         .unwrap();
     Some(TestStore {
@@ -118,8 +118,50 @@ async fn open_takes_the_schema_from_the_url() {
         .unwrap()
         .record
         .id;
-    let reopened = PgMetaStore::open(&url).await.unwrap();
+    let reopened = PgMetaStore::open(&url, None).await.unwrap();
     assert!(reopened.get("a", &id).await.unwrap().is_some());
     reopened.close().await;
+    t.finish().await;
+}
+
+#[tokio::test]
+async fn an_object_lease_makes_a_second_process_wait_until_it_is_dropped() {
+    let Some(t) = test_store().await else { return };
+    // A second store on the same schema stands for another replica.
+    let other = PgMetaStore::open_with(
+        t.options.clone().options([("search_path", &t.schema)]),
+        None,
+    )
+    .await
+    .unwrap();
+    let hash = hash_of(b"leased");
+    let held = t
+        .store
+        .lease_object(&hash)
+        .await
+        .unwrap()
+        .expect("PostgreSQL leases");
+
+    let waiting = tokio::spawn(async move {
+        let lease = other.lease_object(&hash).await;
+        (lease.map(|l| l.is_some()), other)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the other replica got the lease while it was held"
+    );
+    // Another object is not held up.
+    let unrelated = t.store.lease_object(&hash_of(b"other")).await.unwrap();
+    assert!(unrelated.is_some());
+
+    drop(held);
+    let (granted, other) = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+        .await
+        .expect("the lease was not released")
+        .unwrap();
+    assert!(granted.unwrap());
+    other.close().await;
+    drop(unrelated);
     t.finish().await;
 }

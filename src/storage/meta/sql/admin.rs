@@ -1,20 +1,18 @@
-//! Reading for retention, GC and verify, and the full-text index's queue:
-//! what a prune may remove, the namespaces, objects no memory refers to,
-//! object pages, memories without their object, objects waiting to be indexed.
+//! Reading for retention, GC and verify: what a prune may remove, the
+//! namespaces, objects no memory refers to, object pages, memories without
+//! their object.
 
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
 
 use super::super::{
-    IndexLag, ListQuery, ObjectSummary, PendingObject, PruneFilter, PruneOrder, RetentionRow,
-    UnreferencedObject,
+    ListQuery, ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject,
 };
 use super::rows::to_u64;
 use super::{Dialect, Reads, Statement, layout, push_filters};
 use crate::storage::StorageError;
 
-/// Reading for retention, GC, verify and the index queue: the same SQL on
-/// either backend.
+/// Reading for retention, GC and verify: the same SQL on either backend.
 #[async_trait]
 pub(in crate::storage::meta) trait AdminReads: Send + Sync {
     /// Memories of the filter, every one (pinned too), first-to-remove first.
@@ -35,10 +33,6 @@ pub(in crate::storage::meta) trait AdminReads: Send + Sync {
     ) -> Result<Vec<ObjectSummary>, StorageError>;
     /// (namespace, id) of memories whose object row is missing.
     async fn memories_without_object(&self) -> Result<Vec<(String, String)>, StorageError>;
-    /// Up to `limit` objects waiting for the full-text index, oldest first.
-    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError>;
-    /// Objects and bytes waiting for the full-text index.
-    async fn index_lag(&self) -> Result<IndexLag, StorageError>;
 }
 
 #[async_trait]
@@ -151,33 +145,5 @@ where
         rows.iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
             .collect()
-    }
-
-    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
-        let mut sql = Statement::new(
-            "SELECT hash, bytes FROM search_pending ORDER BY queued_at, hash LIMIT ",
-        );
-        sql.push_bind(i64::from(limit));
-        let rows = sql.query().fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|r| {
-                Ok(PendingObject {
-                    hash: r.try_get("hash")?,
-                    bytes: to_u64(r.try_get("bytes")?),
-                })
-            })
-            .collect()
-    }
-
-    async fn index_lag(&self) -> Result<IndexLag, StorageError> {
-        let row = sqlx::query(
-            "SELECT COUNT(*), CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM search_pending",
-        )
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(IndexLag {
-            objects: to_u64(row.try_get(0)?),
-            bytes: to_u64(row.try_get(1)?),
-        })
     }
 }

@@ -1,7 +1,7 @@
 //! A metadata store over SQL: the five roles and [`MetaStore`] implemented
 //! once for every backend, from the reads both share ([`SharedReads`]) and
-//! what a backend does its own way ([`Backend`]: its writes, its full-text
-//! search, leases, liveness).
+//! what a backend does its own way ([`Backend`]: its writes, how it feeds
+//! its full-text index, leases, liveness).
 
 use std::sync::Arc;
 
@@ -42,19 +42,17 @@ pub(in crate::storage::meta) trait Backend: Send + Sync {
     /// See [`LedgerStore::write_ledger`].
     async fn write_ledger(&self, batch: LedgerBatch) -> Result<(), StorageError>;
     /// See [`SearchIndex::search_pending`].
-    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError> {
-        self.reads().search_pending(limit).await
-    }
+    async fn search_pending(&self, limit: u32) -> Result<Vec<PendingObject>, StorageError>;
+    /// See [`SearchIndex::index_lag`].
+    async fn index_lag(&self) -> Result<IndexLag, StorageError>;
     /// See [`SearchIndex::index_frames`].
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError>;
-    /// See [`SearchIndex::frame_words`]; none by default.
+    /// See [`SearchIndex::frame_words`].
     async fn frame_words(
         &self,
-        _hash: &str,
-        _words: &[String],
-    ) -> Result<Option<Vec<FrameWords>>, StorageError> {
-        Ok(None)
-    }
+        hash: &str,
+        words: &[String],
+    ) -> Result<Option<Vec<FrameWords>>, StorageError>;
     /// See [`SearchIndex::search`].
     async fn search(
         &self,
@@ -173,7 +171,7 @@ impl<B: Backend> SearchIndex for B {
     }
 
     async fn index_lag(&self) -> Result<IndexLag, StorageError> {
-        self.reads().index_lag().await
+        Backend::index_lag(self).await
     }
 
     async fn frame_words(

@@ -4,7 +4,8 @@
 //! filters; row mapping. What differs between SQLite and PostgreSQL is named
 //! by a [`Dialect`]. The store's roles are implemented once for every
 //! [`Backend`], which holds only what truly differs: its connection,
-//! migrations, write path and full-text search.
+//! migrations, write path and how its full-text index is fed. The search
+//! over that index is written once too ([`search`]).
 
 use sqlx::{Database, Pool};
 
@@ -17,6 +18,7 @@ mod filters;
 mod memories;
 mod reports;
 pub(super) mod rows;
+pub(super) mod search;
 mod statement;
 
 pub(super) use admin::AdminReads;
@@ -52,6 +54,9 @@ pub(super) trait Dialect: Database {
     const GREATEST: &'static str;
     /// What makes an `ORDER BY` of text compare bytes (SQLite's default).
     const BYTEWISE: &'static str;
+    /// What surrounds a bound JSON array of strings to make rows of one
+    /// column, `value`: `(SELECT value FROM {0}$n{1})`.
+    const JSON_VALUES: (&'static str, &'static str);
     /// The tags of a row selected with [`Dialect::MEMORY_SELECT`], sorted.
     fn tags(row: &Self::Row) -> Result<Vec<String>, StorageError>;
 }

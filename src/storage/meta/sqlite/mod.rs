@@ -20,9 +20,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::LedgerBatch;
 use super::MemoryStore;
 use super::fulltext::FullText;
-use super::sql::{Backend, Dialect, Reads, SharedReads, memory_select};
+use super::sql::search::blocking;
+use super::sql::{self, Backend, Dialect, Reads, SharedReads, memory_select};
 use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, PutOutcome};
-use super::{FrameBatch, FrameWords, PendingObject, SearchRow};
+use super::{FrameBatch, FrameWords, IndexLag, PendingObject, SearchRow};
 use crate::storage::StorageError;
 use writer::WriteCommand;
 
@@ -41,6 +42,7 @@ impl Dialect for Sqlite {
     );
     const GREATEST: &'static str = "MAX";
     const BYTEWISE: &'static str = "";
+    const JSON_VALUES: (&'static str, &'static str) = ("json_each(", ")");
 
     fn tags(row: &SqliteRow) -> Result<Vec<String>, StorageError> {
         let text: Option<String> = row.try_get("tags")?;
@@ -118,7 +120,7 @@ impl SqliteMetaStore {
     /// with `force`) and takes what it made durable off the pending queue.
     async fn commit_index(&self, force: bool) -> Result<(), StorageError> {
         let fulltext = self.fulltext.clone();
-        let done = search::blocking(move || fulltext.commit(force)).await?;
+        let done = blocking(move || fulltext.commit(force, || None)).await?;
         if !done.is_empty() {
             self.send(|reply| WriteCommand::Dequeue(done, reply))
                 .await?;
@@ -198,20 +200,24 @@ impl Backend for SqliteMetaStore {
         self.commit_index(false).await?;
         let waiting: HashSet<String> = self.fulltext.uncommitted().into_iter().collect();
         let wanted = limit.saturating_add(u32::try_from(waiting.len()).unwrap_or(u32::MAX));
-        let mut rows = self.reads().search_pending(wanted).await?;
+        let mut rows = search::pending(self.read.pool(), wanted).await?;
         rows.retain(|row| !waiting.contains(&row.hash));
         if rows.is_empty() && !waiting.is_empty() {
             // Nothing else to do: make the waiting objects searchable now.
             self.commit_index(true).await?;
-            rows = self.reads().search_pending(limit).await?;
+            rows = search::pending(self.read.pool(), limit).await?;
         }
         rows.truncate(limit as usize);
         Ok(rows)
     }
 
+    async fn index_lag(&self) -> Result<IndexLag, StorageError> {
+        search::lag(self.read.pool()).await
+    }
+
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {
         let fulltext = self.fulltext.clone();
-        search::blocking(move || fulltext.add(batch)).await
+        blocking(move || fulltext.add(batch)).await
     }
 
     async fn search(
@@ -219,7 +225,7 @@ impl Backend for SqliteMetaStore {
         expression: &str,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
-        search::search(self.read.pool(), &self.fulltext, expression, filter).await
+        sql::search::search(&self.read, &self.fulltext, expression, filter).await
     }
 
     async fn frame_words(
@@ -228,7 +234,7 @@ impl Backend for SqliteMetaStore {
         words: &[String],
     ) -> Result<Option<Vec<FrameWords>>, StorageError> {
         let (fulltext, hash, words) = (self.fulltext.clone(), hash.to_owned(), words.to_vec());
-        search::blocking(move || fulltext.frame_words(&hash, &words))
+        blocking(move || fulltext.frame_words(&hash, &words))
             .await
             .map(Some)
     }
@@ -256,7 +262,7 @@ impl Backend for SqliteMetaStore {
         let removed = self.send(|reply| WriteCommand::Admin(write, reply)).await? > 0;
         if removed {
             let (fulltext, gone) = (self.fulltext.clone(), hash.to_owned());
-            search::blocking(move || fulltext.remove(&gone)).await?;
+            blocking(move || fulltext.remove(&gone)).await?;
             // The same content put again (and indexed) since the row went
             // lost its new documents too: index it once more.
             let write = admin::requeue_if_stored(hash.to_owned());

@@ -3,7 +3,7 @@
 //! life beside the database (commits, restarts, a lost index, collection).
 
 use super::super::SqliteMetaStore;
-use super::*;
+use crate::storage::meta::sql::search::FIRST_PASS_FRAMES;
 use crate::storage::meta::{
     AdminStore, FrameBatch, IndexLag, ListQuery, MemoryStore, MetaStore, SearchIndex,
 };
