@@ -146,7 +146,8 @@ async fn index_object(
         ..FrameBatch::default()
     };
     let Some(object) = meta.object(hash).await? else {
-        batch.done = true; // gone (collected) before its turn
+        tracing::debug!("object gone (collected) before its turn; nothing to index");
+        batch.done = true;
         meta.index_frames(batch).await?;
         return Ok(());
     };
@@ -159,7 +160,10 @@ async fn index_object(
         foreground.give_way(GIVE_WAY).await;
         let frame = match frame_text(&mut reader, idx, false).await {
             Ok(Some(frame)) => frame,
-            Ok(None) => break, // binary: nothing worth indexing
+            Ok(None) => {
+                tracing::debug!(frame = idx, "binary content: indexed no further");
+                break;
+            }
             Err(DomainError::Corrupt { detail, .. }) => {
                 tracing::warn!(%detail, "object fails verification; indexed no further");
                 break;
