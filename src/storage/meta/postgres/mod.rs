@@ -1,8 +1,9 @@
 //! PostgreSQL metadata store, for replicas that share one database: a
 //! connection pool, one transaction per write, row locks where two replicas
-//! could race (see [`puts`] and [`admin`]).
-//! Same tables and meaning as the SQLite store; its own migrations
-//! (migrations/postgres).
+//! could race (see [`puts`] and [`admin`]), and this replica's own
+//! full-text index, fed from the shared objects ([`feed`]).
+//! Same tables and meaning as the SQLite store (but no index queue); its
+//! own migrations (migrations/postgres).
 
 use std::path::Path;
 use std::str::FromStr;
