@@ -217,6 +217,13 @@ impl Feed {
             };
             found.push((place, to_u64(row.try_get("bytes")?)));
         }
+        tracing::debug!(
+            from = from.seq,
+            found = found.len(),
+            first = found.first().map(|(p, _)| p.seq),
+            last = found.last().map(|(p, _)| p.seq),
+            "objects after the index's place"
+        );
         let mut state = self.state();
         if state.passed != from {
             return Ok(Vec::new()); // moved on meanwhile (a rewind): look again
