@@ -102,11 +102,14 @@ pub(super) struct Feed {
     state: Mutex<State>,
 }
 
-/// The objects after `after` whose transactions all ended, in order.
-const AFTER: &str = "SELECT seq::text AS seq, hash, bytes FROM objects \
-     WHERE (seq, hash) > ($1::text::xid8, $2) \
-     AND seq < pg_snapshot_xmin(pg_current_snapshot()) \
-     ORDER BY seq, hash LIMIT $3";
+/// The objects after `after` whose transactions all ended, in order. The
+/// order is the `xid8` column's, qualified: an output column named `seq`
+/// (the text the row is read as) would sort as text, putting transaction
+/// 100000 before 99999 and passing over everything between.
+const AFTER: &str = "SELECT o.seq::text AS seq_text, o.hash, o.bytes FROM objects o \
+     WHERE (o.seq, o.hash) > ($1::text::xid8, $2) \
+     AND o.seq < pg_snapshot_xmin(pg_current_snapshot()) \
+     ORDER BY o.seq, o.hash LIMIT $3";
 
 impl Feed {
     /// Follows the objects of the store at `pool` into `fulltext`, from the
@@ -208,7 +211,7 @@ impl Feed {
             .await?;
         let mut found = Vec::with_capacity(rows.len());
         for row in &rows {
-            let seq: String = row.try_get("seq")?;
+            let seq: String = row.try_get("seq_text")?;
             let place = Place {
                 seq: seq.parse().map_err(|e| {
                     StorageError::Database(format!("bad transaction id `{seq}`: {e}"))

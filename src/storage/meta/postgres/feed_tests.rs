@@ -121,6 +121,55 @@ async fn an_object_of_a_running_transaction_holds_back_those_stored_after_it() {
     t.finish().await;
 }
 
+/// Transaction ids are numbers: ids of different lengths (99999 and 100000)
+/// must come in numeric order, or the place jumps over what sorts after
+/// them as text.
+#[tokio::test]
+async fn objects_come_in_the_numeric_order_of_their_transactions() {
+    let Some(t) = test_store().await else { return };
+    let store: &dyn MetaStore = t.store.as_ref();
+    let pool = t.pool().await;
+    let now: String = sqlx::query_scalar("SELECT pg_current_xact_id()::text")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let now: u64 = now.parse().unwrap();
+    // The highest power of ten with room below the current transaction:
+    // every row gets an id of an ended transaction, on either side of it.
+    let mut ten = 10u64;
+    while ten * 10 + 10 < now {
+        ten *= 10;
+    }
+    assert!(ten + 10 < now, "transaction ids start in the hundreds");
+    let mut texts = HashMap::new();
+    let mut expected = Vec::new();
+    for seq in ten - 5..ten + 5 {
+        let text = format!("numbered {seq}");
+        let hash = hash_of(text.as_bytes());
+        sqlx::query(
+            "INSERT INTO objects (hash, bytes, lines, stored_bytes, layout, data, created_at, seq) \
+             VALUES ($1, $2, 1, $2, 'raw', $3, 1, $4::text::xid8)",
+        )
+        .bind(&hash)
+        .bind(i64::try_from(text.len()).unwrap())
+        .bind(text.as_bytes().to_vec())
+        .bind(seq.to_string())
+        .execute(&pool)
+        .await
+        .unwrap();
+        texts.insert(hash.clone(), text);
+        expected.push(hash);
+    }
+    assert_eq!(store.index_lag().await.unwrap().objects, 10);
+    assert_eq!(
+        index_all(store, &texts).await,
+        expected,
+        "each object once, in numeric order of the transaction ids"
+    );
+    assert_eq!(store.index_lag().await.unwrap().objects, 0);
+    t.finish().await;
+}
+
 #[tokio::test]
 async fn a_second_replica_indexes_and_finds_what_the_first_stored() {
     let Some(t) = test_store().await else { return };
