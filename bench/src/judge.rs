@@ -482,15 +482,26 @@ pub fn search(report: &mut Report, result: &mut Search) {
             .take(SLOWEST_SHOWN)
             .map(|s| format!("`{}` {:.1} ms", s.query, s.latency.as_secs_f64() * 1e3))
             .collect();
-        report.note(format!(
-            "Slowest searches {}: {}.",
-            if loaded {
-                "while the puts went on"
-            } else {
-                "idle"
-            },
-            slowest.join(", ")
-        ));
+        let when = if loaded {
+            "while the puts went on"
+        } else {
+            "idle"
+        };
+        report.note(format!("Slowest searches {when}: {}.", slowest.join(", ")));
+        // Every query is drawn from a stored memory: one that finds nothing
+        // is worth a look.
+        let empty: Vec<String> = round
+            .iter()
+            .filter(|s| s.results == 0)
+            .take(EMPTY_SHOWN)
+            .map(|s| format!("`{}`", s.query))
+            .collect();
+        if !empty.is_empty() {
+            report.note(format!(
+                "Searches {when} that found nothing (first {EMPTY_SHOWN} at most): {}.",
+                empty.join(", ")
+            ));
+        }
     }
     for sample in &result.error_samples {
         report.note(format!("Search error: {sample}"));
@@ -499,6 +510,8 @@ pub fn search(report: &mut Report, result: &mut Search) {
 
 /// Slowest searches the notes name, per round.
 const SLOWEST_SHOWN: usize = 8;
+/// Searches without results the notes name, per round.
+const EMPTY_SHOWN: usize = 8;
 
 fn percent(part: usize, whole: usize) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
