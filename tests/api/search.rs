@@ -128,6 +128,26 @@ async fn phrases_prefixes_and_operators_select_what_they_say() {
     assert_eq!(ids(&search(&app, &grouped).await), [apart]);
 }
 
+/// A phrase copied from a log line of long tokens (base64): one word past
+/// the index's 255 bytes makes the phrase unmatchable, and its looser retry,
+/// twice as long as the query, is still made and finds the line.
+#[tokio::test]
+async fn a_phrase_with_a_word_too_long_to_index_is_retried_loosely() {
+    let app = spawn_app().await;
+    let (a, b, c) = ("dgee".repeat(40), "vcaa".repeat(20), "Zq9x".repeat(85));
+    let line = format!("blob {a} {b} {c} end");
+    let id = put(&app, &format!("header\n{line}\n"), json!({})).await;
+    wait_for_index(&app, None).await;
+    let phrase = format!("\"{a} {b} {c}\"");
+    assert!(phrase.len() < 1024, "within the query limit");
+    let found = search(&app, &format!("q={}", enc(&phrase))).await;
+    assert_eq!(ids(&found), [id]);
+    assert_eq!(found["results"][0]["match"], "fuzzy");
+    // The hit is the line (shown up to the hit-text cap).
+    let hit = found["results"][0]["hits"][0]["text"].as_str().unwrap();
+    assert!(hit.starts_with(&format!("blob {a} vcaa")), "{hit}");
+}
+
 #[tokio::test]
 async fn a_query_that_finds_nothing_is_retried_loosely_and_says_so() {
     let app = spawn_app().await;

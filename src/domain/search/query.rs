@@ -164,7 +164,10 @@ pub fn relaxed(query: &Query) -> Option<Query> {
     if stems.is_empty() {
         return None;
     }
-    parse(&stems.join(" OR "))
+    // Each word gives `stem*` and `word~` (2 bytes more than itself, twice)
+    // joined by ` OR `: past the user's limits for a long query, never past
+    // these.
+    parse_within(&stems.join(" OR "), 3 * MAX_QUERY_BYTES, 2 * MAX_TERMS)
         .ok()
         .filter(|relaxed| relaxed.fts != query.fts)
 }
@@ -181,9 +184,15 @@ fn stem(word: &str) -> String {
 
 /// Translates `input` into an FTS5 expression, or says why it cannot.
 pub fn parse(input: &str) -> Result<Query, QueryError> {
-    if input.len() > MAX_QUERY_BYTES {
+    parse_within(input, MAX_QUERY_BYTES, MAX_TERMS)
+}
+
+/// [`parse`] with other limits: the looser retry of a query within the
+/// user's limits may be up to about three times as long, with twice the terms.
+fn parse_within(input: &str, max_bytes: usize, max_terms: usize) -> Result<Query, QueryError> {
+    if input.len() > max_bytes {
         return Err(QueryError(format!(
-            "the query is longer than {MAX_QUERY_BYTES} bytes"
+            "the query is longer than {max_bytes} bytes"
         )));
     }
     let tokens = lex(input)?;
@@ -267,9 +276,9 @@ pub fn parse(input: &str) -> Result<Query, QueryError> {
     if count == 0 {
         return Err(QueryError("the query has no searchable words".into()));
     }
-    if count > MAX_TERMS {
+    if count > max_terms {
         return Err(QueryError(format!(
-            "the query has more than {MAX_TERMS} terms"
+            "the query has more than {max_terms} terms"
         )));
     }
     if want_operand {
@@ -391,5 +400,19 @@ mod tests {
         // Already as loose as it gets: no second try.
         assert!(relaxed(&parse("ab*").unwrap()).is_none());
         assert!(relaxed(&parse("abc*").unwrap()).is_none());
+    }
+
+    #[test]
+    fn a_query_at_the_limits_still_gets_its_looser_retry() {
+        // A phrase of long words (base64 in a log) within the user's limits:
+        // its retry, twice as long, is still made.
+        let long = format!("\"{} {}\"", "q".repeat(500), "z".repeat(500));
+        assert!(long.len() <= MAX_QUERY_BYTES);
+        let loose = relaxed(&parse(&long).unwrap()).expect("a looser retry");
+        assert_eq!(loose.terms.len(), 4, "{}", loose.fts);
+        // As many words as a query may have: twice the terms in the retry.
+        let many: Vec<String> = (0..MAX_TERMS).map(|i| format!("{i:03}words")).collect();
+        let loose = relaxed(&parse(&many.join(" ")).unwrap()).expect("a looser retry");
+        assert_eq!(loose.terms.len(), 2 * MAX_TERMS);
     }
 }
