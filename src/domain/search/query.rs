@@ -164,10 +164,11 @@ pub fn relaxed(query: &Query) -> Option<Query> {
     if stems.is_empty() {
         return None;
     }
-    // Each word gives `stem*` and `word~` (2 bytes more than itself, twice)
-    // joined by ` OR `: past the user's byte limit for a long query, never
-    // past this one. The terms stay within the user's limit (a retry of more
-    // than 32 words is not made): each `word~` scans the term dictionary.
+    // Each word gives `stem*` and `word~` (neither longer than the word plus
+    // one byte), joined by ` OR `: about twice the query, past the user's
+    // byte limit for a long one but never past three times it. The terms
+    // stay within the user's limit (a retry of more than 32 words is not
+    // made): each `word~` scans the term dictionary.
     parse_within(&stems.join(" OR "), 3 * MAX_QUERY_BYTES, MAX_TERMS)
         .ok()
         .filter(|relaxed| relaxed.fts != query.fts)
