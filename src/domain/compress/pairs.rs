@@ -96,6 +96,9 @@ pub fn check(format: Format, messages: &[Value], alternation: bool) -> Result<()
                 }
             }
             Format::Anthropic => {
+                if message["role"] == "system" {
+                    continue; // a mid-conversation system message stands between turns
+                }
                 if alternation && i > 0 && message["role"] == messages[i - 1]["role"] {
                     return Err(invalid(
                         format!("messages[{i}].role"),

@@ -120,6 +120,14 @@ fn validate_openai(message: &Value, role: &str, at: &str) -> Result<(), DomainEr
 }
 
 fn validate_anthropic(message: &Value, role: &str, at: &str) -> Result<(), DomainError> {
+    if role == "system" {
+        // A system message between turns (the `mid-conversation-system`
+        // beta Claude Code sends): carried as it is, never edited.
+        return text_parts(
+            message.get("content").unwrap_or(&Value::Null),
+            &format!("{at}.content"),
+        );
+    }
     if !matches!(role, "user" | "assistant") {
         return Err(invalid(
             format!("{at}.role"),
