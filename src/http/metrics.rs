@@ -67,9 +67,18 @@ pub async fn foreground(
     request: Request,
     next: Next,
 ) -> Response {
+    // A proxied exchange waits on its upstream for seconds: the indexer
+    // should use that time (its next round may search what it offloaded).
+    let path = request.uri().path();
+    if PROXIED.contains(&path) {
+        return next.run(request).await;
+    }
     let _busy = foreground.enter();
     next.run(request).await
 }
+
+/// The proxy's exchanges, which do not hold the indexer back.
+const PROXIED: [&str; 3] = ["/v1/chat/completions", "/v1/responses", "/v1/messages"];
 
 /// Standard methods keep their name; anything else is `other`.
 fn method_label(method: &axum::http::Method) -> &'static str {

@@ -20,6 +20,8 @@ pub struct ProxyMetrics {
     pub cache_tokens: IntCounterVec,
     /// Input tokens the proxy's rewrites kept out of upstream requests, by provider.
     pub tokens_saved: IntCounterVec,
+    /// Requests sent upstream unchanged, by provider and reason.
+    pub skipped: IntCounterVec,
 }
 
 impl ProxyMetrics {
@@ -60,6 +62,11 @@ impl ProxyMetrics {
                 "cairn_proxy_tokens_saved_total",
                 "Input tokens kept out of upstream requests by the proxy, net of the cache writes its rewrites caused",
                 &["provider"],
+            )?,
+            skipped: counters(
+                "cairn_proxy_skipped_total",
+                "Proxied requests sent upstream unchanged, by provider and reason (no_messages, unreadable_messages)",
+                &["provider", "reason"],
             )?,
         })
     }

@@ -5,6 +5,7 @@
 
 pub mod responses_items;
 pub mod rewrite;
+pub mod spliced;
 pub mod usage;
 
 /// A provider whose API Cairn speaks.

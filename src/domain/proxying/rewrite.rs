@@ -30,6 +30,9 @@ use crate::domain::governor::{
 use crate::domain::ledger::Ledger;
 use crate::domain::tokens::Counter;
 
+/// The skip reason of a request without a message list.
+const NO_MESSAGES: &str = "no messages";
+
 /// How the proxy rewrites requests.
 #[derive(Clone, Debug)]
 pub struct RewriteSettings {
@@ -62,6 +65,18 @@ pub struct Report {
 }
 
 impl Report {
+    /// Why the request was skipped, as a metric label (`no_messages`,
+    /// `unreadable_messages`); the full reason is in [`Report::skipped`].
+    pub fn skip_reason(&self) -> Option<&'static str> {
+        self.skipped.as_deref().map(|why| {
+            if why == NO_MESSAGES {
+                "no_messages"
+            } else {
+                "unreadable_messages"
+            }
+        })
+    }
+
     /// Tokens kept out of the request.
     pub fn saved(&self) -> u64 {
         self.tokens_before.saturating_sub(self.tokens_after)
@@ -117,7 +132,7 @@ impl Rewriter<'_> {
         let conversation = match take(endpoint, body) {
             Ok(Some(conversation)) => conversation,
             Ok(None) => {
-                return Ok(Report::unchanged("no messages".into(), model.as_deref()));
+                return Ok(Report::unchanged(NO_MESSAGES.into(), model.as_deref()));
             }
             Err(e) => return Ok(Report::unchanged(e.to_string(), model.as_deref())),
         };

@@ -85,6 +85,26 @@ impl Search {
         self.wake.notify_one();
     }
 
+    /// Waits until everything stored so far is searchable (the index lags
+    /// by no object), for at most `limit`; answers whether it is. The
+    /// proxy's `memory_search` waits so that a model finds what its own
+    /// exchange has just offloaded.
+    pub async fn caught_up(&self, limit: std::time::Duration) -> bool {
+        let started = std::time::Instant::now();
+        loop {
+            match self.meta.index_lag().await {
+                Ok(lag) if lag.objects == 0 => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+            if started.elapsed() >= limit {
+                return false;
+            }
+            self.wake();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Objects and bytes not indexed yet.
     pub async fn lag(&self) -> Result<IndexLag, DomainError> {
         Ok(self.meta.index_lag().await?)

@@ -215,7 +215,11 @@ pub(crate) async fn fetch(
 }
 
 /// `memory_grep`: the matching lines of one memory, by id or pointer.
-async fn grep(state: &AppState, caller: &Caller, args: GrepArgs) -> Result<GrepView, AppError> {
+pub(crate) async fn grep(
+    state: &AppState,
+    caller: &Caller,
+    args: GrepArgs,
+) -> Result<GrepView, AppError> {
     let id = pointer(args.memory_id, args.uri, "grep")?.id;
     let query = GrepQuery {
         pattern: args.pattern,

@@ -11,58 +11,76 @@ use axum::response::Response;
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::hidden::{self, Shown};
 use super::{Exchange, tools, upstream};
-use crate::domain::proxying::usage;
+use crate::domain::proxying::spliced::Spliced;
+use crate::domain::proxying::{Endpoint, usage};
 use crate::http::error::AppError;
 
 /// Runs the exchange to its final answer.
-pub async fn run(x: &Exchange, mut body: Value, mut bytes: Vec<u8>) -> Result<Response, AppError> {
+pub async fn run(x: &Exchange, mut body: Spliced) -> Result<Response, AppError> {
     let mut waited = Duration::ZERO;
     let mut total_usage: Option<Value> = None;
     let mut first_cache_write = 0;
     let mut rounds = 0;
+    let mut shown = Shown::default();
     loop {
         let asked = Instant::now();
-        let (status, mut headers, content) = ask(x, bytes).await?;
+        let (status, mut headers, content) = ask(x, body.bytes().to_vec()).await?;
         waited += asked.elapsed();
         let parsed = status
             .is_success()
-            .then(|| serde_json::from_slice::<Value>(&content).ok())
-            .flatten();
+            .then(|| Spliced::parse(content.to_vec()).ok())
+            .flatten()
+            .filter(|p| p.value().is_object());
         // An error or a body Cairn cannot read goes to the client as it came.
         let Some(mut parsed) = parsed else {
             headers.extend(x.cairn_headers(rounds));
             x.record_latency(waited);
             return Ok(respond(status, headers, Body::from(content)));
         };
+        let answer = parsed.value();
         let used = x
-            .account_round(rounds, &parsed["usage"], parsed["model"].as_str())
+            .account_round(rounds, &answer["usage"], answer["model"].as_str())
             .await;
         if rounds == 0 {
             first_cache_write = used.map_or(0, |u| u.cache_write);
         }
         match &mut total_usage {
-            Some(total) => usage::add_usage(total, &parsed["usage"]),
-            None => total_usage = Some(parsed["usage"].clone()),
+            Some(total) => usage::add_usage(total, &answer["usage"]),
+            None => total_usage = Some(answer["usage"].clone()),
         }
-        let ours = x.our_calls(&parsed);
+        let ours = x.our_calls(answer);
         if ours.is_empty() || rounds + 1 >= x.proxy().max_rounds {
-            if !ours.is_empty() {
-                tools::strip(x.endpoint, &mut parsed, &x.ours);
-            }
-            if let Some(total) = total_usage.filter(|u| !u.is_null()) {
-                parsed["usage"] = total;
-            }
+            let strip = !ours.is_empty();
+            parsed
+                .edit(|answer| {
+                    if strip {
+                        tools::strip(x.endpoint, answer, &x.ours);
+                    }
+                    std::mem::take(&mut shown).prepend_to(x.endpoint, answer);
+                    if x.endpoint == Endpoint::Responses {
+                        hidden::strip_tool_echo(answer, &x.ours);
+                    }
+                    if rounds > 0
+                        && let Some(total) = total_usage.filter(|u| !u.is_null())
+                    {
+                        answer["usage"] = total;
+                    }
+                })
+                .map_err(AppError::internal_error)?;
             x.record_saving(first_cache_write).await?;
             headers.extend(x.cairn_headers(rounds));
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            let content = serde_json::to_vec(&parsed).map_err(AppError::internal_error)?;
             x.record_latency(waited);
+            let content = parsed.bytes().to_vec();
             return Ok(respond(status, headers, Body::from(content)));
         }
+        shown.keep(x.endpoint, answer);
         let results = x.answer_calls(ours).await;
-        tools::continue_with(x.endpoint, &mut body, &parsed, &results);
-        bytes = serde_json::to_vec(&body).map_err(AppError::internal_error)?;
+        let answer = parsed.value();
+        body.edit(|body| tools::continue_with(x.endpoint, body, answer, &results))
+            .map_err(AppError::internal_error)?;
         rounds += 1;
     }
 }

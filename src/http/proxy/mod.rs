@@ -18,6 +18,7 @@ use axum::routing::{get, post};
 use serde_json::Value;
 
 use crate::domain::proxying::rewrite::{Report, RewriteSettings, Rewriter};
+use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::{Endpoint, Provider};
 use crate::http::AppState;
 use crate::http::auth::Caller;
@@ -26,6 +27,7 @@ use crate::http::error::AppError;
 mod answer;
 mod auth;
 mod endpoint;
+mod hidden;
 mod rounds;
 mod sse;
 mod stream;
@@ -205,34 +207,47 @@ async fn exchange(
     let mut body = read_json(body, state.config.max_json_bytes).await?;
     state.ledger.check_budget(&caller.namespace).await?;
     let thread = headers.get("x-cairn-thread").and_then(|v| v.to_str().ok());
-    let (report, bytes, ours) = prepare(state, &caller, endpoint, &mut body, thread).await?;
+    let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread).await?;
+    if let Some(reason) = report.skip_reason() {
+        state
+            .metrics
+            .proxy
+            .skipped
+            .with_label_values(&[provider.name(), reason])
+            .inc();
+    }
+    let model = body.value()["model"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let exchange = Exchange {
         state: state.clone(),
         endpoint,
         url: upstream.url(endpoint.upstream_path(), uri.query()),
         headers: upstream::request_headers(&headers, provider, upstream),
-        model: body["model"].as_str().unwrap_or_default().to_owned(),
+        model,
         caller,
         report,
         ours,
         started,
     };
-    if body["stream"] == Value::Bool(true) {
-        stream::run(exchange, body, bytes).await
+    if body.value()["stream"] == Value::Bool(true) {
+        stream::run(exchange, body).await
     } else {
-        answer::run(&exchange, body, bytes).await
+        answer::run(&exchange, body).await
     }
 }
 
-/// Rewrites `body` (offload, govern), adds Cairn's tools when it holds a
-/// pointer; answers the report, the bytes to send and the tools added.
+/// Rewrites `body` (offload, govern) and adds Cairn's tools where the
+/// conversation may need them; answers the report and the tools added.
+/// The client's bytes stay as they were outside what changed.
 async fn prepare(
     state: &AppState,
     caller: &Caller,
     endpoint: Endpoint,
-    body: &mut Value,
+    body: &mut Spliced,
     thread: Option<&str>,
-) -> Result<(Report, Vec<u8>, Vec<&'static str>), AppError> {
+) -> Result<(Report, Vec<&'static str>), AppError> {
     let rewriter = Rewriter {
         compressor: &state.compressor,
         ledger: &state.ledger,
@@ -240,19 +255,17 @@ async fn prepare(
         settings: &state.proxy.rewrite,
     };
     let thread = thread.map(str::to_owned);
+    let mut value = body.value().clone();
     let report = rewriter
-        .rewrite(&caller.namespace, endpoint, body, thread)
+        .rewrite(&caller.namespace, endpoint, &mut value, thread)
         .await?;
-    let bytes = serde_json::to_vec(body).map_err(AppError::internal_error)?;
-    if !tools::has_pointer(&bytes) {
-        return Ok((report, bytes, Vec::new()));
-    }
-    let ours = tools::add(endpoint, body);
-    if ours.is_empty() {
-        return Ok((report, bytes, ours));
-    }
-    let bytes = serde_json::to_vec(body).map_err(AppError::internal_error)?;
-    Ok((report, bytes, ours))
+    let ours = if tools::wanted(&value) {
+        tools::add(endpoint, &mut value)
+    } else {
+        Vec::new()
+    };
+    body.replace(value).map_err(AppError::internal_error)?;
+    Ok((report, ours))
 }
 
 /// A route passed through as it is (`/v1/models`, `count_tokens`).
@@ -324,17 +337,17 @@ fn count(state: &AppState, provider: Provider, endpoint: &str, status: StatusCod
         .inc();
 }
 
-/// The body as a JSON object (bounded by `CAIRN_MAX_JSON_BYTES`).
-async fn read_json(body: Body, limit: usize) -> Result<Value, AppError> {
+/// The body as a JSON object (bounded by `CAIRN_MAX_JSON_BYTES`), with its bytes.
+async fn read_json(body: Body, limit: usize) -> Result<Spliced, AppError> {
     let bytes = axum::body::to_bytes(body, limit)
         .await
         .map_err(|_| too_large(limit))?;
-    let value: Value = serde_json::from_slice(&bytes)
+    let body = Spliced::parse(bytes.to_vec())
         .map_err(|e| AppError::bad_request(format!("the body is not valid JSON: {e}")))?;
-    if !value.is_object() {
+    if !body.value().is_object() {
         return Err(AppError::bad_request("the body must be a JSON object"));
     }
-    Ok(value)
+    Ok(body)
 }
 
 fn too_large(limit: usize) -> AppError {

@@ -1,5 +1,6 @@
-//! Cairn's own tools in a proxied request: `memory_fetch` and `memory_search`,
-//! offered in the provider's tool format when the request carries a pointer,
+//! Cairn's own tools in a proxied request: `memory_fetch`, `memory_grep` and
+//! `memory_search`, offered in the provider's tool format to agents (requests
+//! with tools of their own) and to any request that carries a pointer,
 //! with the MCP tools' arguments and guardrails; finding the model's calls to
 //! them in an answer, running them, and continuing the conversation.
 
@@ -8,13 +9,19 @@ use serde_json::{Value, json};
 use crate::domain::proxying::Endpoint;
 use crate::http::AppState;
 use crate::http::auth::Caller;
-use crate::http::mcp::params::{FetchArgs, SearchArgs};
+use crate::http::mcp::params::{FetchArgs, GrepArgs, SearchArgs};
 use crate::http::mcp::tools as mcp;
 
 /// `memory_fetch`.
 const FETCH: &str = "memory_fetch";
 /// `memory_search`.
 const SEARCH: &str = "memory_search";
+/// `memory_grep`.
+const GREP: &str = "memory_grep";
+
+/// How long `memory_search` waits for the index to hold what was stored
+/// before it (this exchange's own offloads among it).
+const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 const FETCH_DESCRIPTION: &str = "Read part of content that Cairn offloaded: text in this conversation \
 that starts with `[cairn: offloaded …` stands for a stored original, and its `mem://<id>` pointer gets it \
@@ -23,6 +30,11 @@ back exactly. Give `uri` (mem://<id>, mem://<id>#L<a>-<b>, or the `next` of a pr
 Each call returns at most 2,000 lines and 64 KiB; `total_lines` tells the size, `truncated` says the \
 byte cap cut the range, and `next` points to the following range (null at the end). Page a large \
 output 200-500 lines at a time; use memory_search to find the lines that matter first.";
+
+const GREP_DESCRIPTION: &str = "Find the lines matching a regular expression in one piece of content \
+Cairn offloaded (`uri` mem://<id> from a `[cairn: offloaded …` marker, or `memory_id`): answers each \
+matching line with its line number (and `context` lines around it); `fixed: true` matches the pattern \
+as plain text, `ignore_case: true` ignores case. Then read around a hit with memory_fetch.";
 
 const SEARCH_DESCRIPTION: &str = "Full-text search in the content Cairn stored (offloaded tool outputs \
 and texts): answers memory ids, titles and the matching lines with their line numbers, best first; \
@@ -71,6 +83,7 @@ pub fn add(endpoint: Endpoint, body: &mut Value) -> Vec<&'static str> {
     let mut added = Vec::new();
     for (name, description, schema) in [
         (FETCH, FETCH_DESCRIPTION, schema::<FetchArgs>()),
+        (GREP, GREP_DESCRIPTION, schema::<GrepArgs>()),
         (SEARCH, SEARCH_DESCRIPTION, schema::<SearchArgs>()),
     ] {
         if defined.iter().any(|d| d == name) {
@@ -158,8 +171,17 @@ pub async fn run(state: &AppState, caller: &Caller, call: ToolCall) -> ToolResul
             Ok(args) => to_json(mcp::fetch(state, caller, args).await),
             Err(e) => Err(bad_arguments(&e)),
         },
+        GREP => match serde_json::from_value::<GrepArgs>(call.arguments.clone()) {
+            Ok(args) => to_json(mcp::grep(state, caller, args).await),
+            Err(e) => Err(bad_arguments(&e)),
+        },
         SEARCH => match serde_json::from_value::<SearchArgs>(call.arguments.clone()) {
-            Ok(args) => to_json(mcp::search(state, caller.clone(), args).await),
+            Ok(args) => {
+                if !state.search.caught_up(INDEX_WAIT).await {
+                    tracing::debug!("memory_search runs before the index caught up");
+                }
+                to_json(mcp::search(state, caller.clone(), args).await)
+            }
             Err(e) => Err(bad_arguments(&e)),
         },
         other => Err(
@@ -308,9 +330,29 @@ pub fn strip(endpoint: Endpoint, answer: &mut Value, ours: &[&str]) {
     }
 }
 
-/// True when any of the request's texts is a pointer marker Cairn wrote (or
-/// a client carried over).
-pub fn has_pointer(body: &[u8]) -> bool {
-    memchr::memmem::find(body, b"[cairn: ").is_some()
-        && memchr::memmem::find(body, b"mem://").is_some()
+/// True when the conversation may need Cairn's tools: it is an agent's (it
+/// defines tools of its own), or it carries a pointer. An agent gets them
+/// from its first request on, after its own tools, so they never move
+/// bytes a provider has cached on a later turn.
+pub fn wanted(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|t| !t.is_empty()) || has_pointer(body)
+}
+
+/// True when the request's texts hold a pointer marker Cairn wrote (or a
+/// client carried over).
+fn has_pointer(value: &Value) -> bool {
+    fn find(value: &Value, marker: &mut bool, uri: &mut bool) {
+        match value {
+            Value::String(s) => {
+                *marker |= s.contains("[cairn: ");
+                *uri |= s.contains("mem://");
+            }
+            Value::Array(items) => items.iter().for_each(|v| find(v, marker, uri)),
+            Value::Object(map) => map.values().for_each(|v| find(v, marker, uri)),
+            _ => {}
+        }
+    }
+    let (mut marker, mut uri) = (false, false);
+    find(value, &mut marker, &mut uri);
+    marker && uri
 }

@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
+use super::super::hidden::ROUND_SEPARATOR;
 use super::super::sse::Event;
-use super::filter::Filter;
+use super::filter::{Filter, rewritten};
 
 impl Filter {
     pub(super) fn chat(&mut self, event: Event, data: Value) -> Vec<Event> {
@@ -63,6 +64,19 @@ impl Filter {
         let only_role = delta.get("content").is_none_or(Value::is_null) && calls.is_empty();
         if self.round > 0 && only_role {
             return Vec::new(); // the next round's opening chunk
+        }
+        let (mut event, mut data) = (event, data);
+        if let Some(text) = data["choices"][0]["delta"]["content"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            && !self.holding
+        {
+            if self.text_sent && !self.round_text_sent {
+                data["choices"][0]["delta"]["content"] = json!(format!("{ROUND_SEPARATOR}{text}"));
+                event = rewritten(&event, data.clone());
+            }
+            self.round_text_sent = true;
         }
         self.hold_or_pass(event, data, calls.is_empty())
     }
@@ -161,8 +175,23 @@ impl Filter {
                 Vec::new()
             }
             "response.output_item.added" => {
-                let pass = data["item"]["type"] != "function_call";
-                self.hold_or_pass(event, data, pass)
+                let kind = data["item"]["type"].as_str().unwrap_or("").to_owned();
+                let kind = kind.as_str();
+                let mut out = Vec::new();
+                if self.tentative {
+                    if kind == "function_call" {
+                        self.tentative = false;
+                    } else {
+                        out = self.release();
+                    }
+                }
+                if kind == "reasoning" && !self.holding {
+                    // Held until the next item shows whether it may be shown.
+                    self.holding = true;
+                    self.tentative = true;
+                }
+                out.extend(self.hold_or_pass(event, data, kind != "function_call"));
+                out
             }
             _ => self.hold_or_pass(event, data, true),
         }

@@ -3,8 +3,10 @@
 
 use serde_json::{Value, json};
 
+use super::super::hidden;
 use super::super::sse::Event;
 use crate::domain::proxying::Endpoint;
+use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::usage;
 
 /// One round's answer, rebuilt from its events in the non-streaming shape.
@@ -47,6 +49,13 @@ pub(super) struct Filter {
     pub(super) items: Vec<Value>,
     /// The event that ends the round (held until Cairn knows it is the last).
     pub(super) closing: Option<(Event, Value)>,
+    /// Responses: the held events are a reasoning item's, shown unless a
+    /// call follows it (see `hidden`).
+    pub(super) tentative: bool,
+    /// Chat: text was sent in an earlier round (the next round's text is
+    /// set apart by a blank line), and whether this round's was.
+    pub(super) text_sent: bool,
+    pub(super) round_text_sent: bool,
 }
 
 impl Filter {
@@ -70,6 +79,9 @@ impl Filter {
             sequence: 0,
             items: Vec::new(),
             closing: None,
+            tentative: false,
+            text_sent: false,
+            round_text_sent: false,
         }
     }
 
@@ -96,6 +108,9 @@ impl Filter {
         self.usage = Value::Null;
         self.ended = false;
         self.closing = None;
+        self.tentative = false;
+        self.text_sent |= self.round_text_sent;
+        self.round_text_sent = false;
     }
 
     pub(super) fn round_answer(&mut self) -> Option<RoundAnswer> {
@@ -269,16 +284,37 @@ impl Filter {
                 }
                 set(data.get_mut("sequence_number"), json!(self.sequence));
                 self.sequence += 1;
+                if let Some(response) = data.get_mut("response")
+                    && response["tools"].as_array().is_some_and(|tools| {
+                        tools
+                            .iter()
+                            .any(|t| self.ours.iter().any(|o| t["name"] == *o))
+                    })
+                {
+                    hidden::strip_tool_echo(response, &self.ours);
+                    changed = true;
+                }
                 if data["type"] == "response.output_item.done" {
                     self.items.push(data["item"].clone());
                 }
             }
         }
         if changed {
-            Event::new(event.name.as_deref(), &data.to_string())
+            rewritten(&event, data)
         } else {
             event
         }
+    }
+
+    /// Sends the held events on (a tentatively held reasoning item that
+    /// something other than a call followed).
+    pub(super) fn release(&mut self) -> Vec<Event> {
+        self.holding = false;
+        self.tentative = false;
+        let held = std::mem::take(&mut self.held);
+        held.into_iter()
+            .map(|(event, data)| self.reissue(event, data, false))
+            .collect()
     }
 
     pub(super) fn hold_or_pass(&mut self, event: Event, data: Value, pass: bool) -> Vec<Event> {
@@ -294,5 +330,17 @@ impl Filter {
             self.held.push((event, data));
             Vec::new()
         }
+    }
+}
+
+/// `event` carrying `data`, spliced into the upstream's text so that it keeps
+/// the upstream's key order.
+pub(super) fn rewritten(event: &Event, data: Value) -> Event {
+    let name = event.name.as_deref();
+    let spliced = Spliced::parse(event.data.clone().into_bytes())
+        .and_then(|mut written| written.replace(data.clone()).map(|()| written));
+    match spliced {
+        Ok(written) => Event::new(name, &String::from_utf8_lossy(written.bytes())),
+        Err(_) => Event::new(name, &data.to_string()),
     }
 }

@@ -23,6 +23,7 @@ use super::answer::respond;
 use super::sse::Parser;
 use super::{Exchange, tools, upstream};
 use crate::domain::proxying::Endpoint;
+use crate::domain::proxying::spliced::Spliced;
 use crate::http::error::AppError;
 
 /// Largest single event Cairn holds while it waits for the event's end.
@@ -37,15 +38,14 @@ mod filter;
 type Chunk = Result<Bytes, std::io::Error>;
 
 /// Starts the exchange; answers the stream's head as soon as the first round's comes.
-pub async fn run(x: Exchange, mut body: Value, bytes: Vec<u8>) -> Result<Response, AppError> {
-    let wants_usage = body["stream_options"]["include_usage"] == Value::Bool(true);
-    let bytes = if x.endpoint == Endpoint::Chat && !wants_usage {
+pub async fn run(x: Exchange, mut body: Spliced) -> Result<Response, AppError> {
+    let wants_usage = body.value()["stream_options"]["include_usage"] == Value::Bool(true);
+    if x.endpoint == Endpoint::Chat && !wants_usage {
         // Usage is what accounting needs: asked for, and kept from a client that did not ask.
-        body["stream_options"]["include_usage"] = Value::Bool(true);
-        serde_json::to_vec(&body).map_err(AppError::internal_error)?
-    } else {
-        bytes
-    };
+        body.edit(|body| body["stream_options"]["include_usage"] = Value::Bool(true))
+            .map_err(AppError::internal_error)?;
+    }
+    let bytes = body.bytes().to_vec();
     let asked = Instant::now();
     let first = x.send(bytes).await?;
     let waited = asked.elapsed();
@@ -87,7 +87,7 @@ pub async fn run(x: Exchange, mut body: Value, bytes: Vec<u8>) -> Result<Respons
 /// The task feeding the client's stream.
 struct Rounds {
     x: Exchange,
-    body: Value,
+    body: Spliced,
     filter: Filter,
     tx: mpsc::Sender<Chunk>,
     waited: Duration,
@@ -124,12 +124,16 @@ impl Rounds {
                 return;
             }
             let results = self.x.answer_calls(ours).await;
-            tools::continue_with(self.x.endpoint, &mut self.body, &answer.message, &results);
+            let endpoint = self.x.endpoint;
+            let next = self.body.edit(|body| {
+                tools::continue_with(endpoint, body, &answer.message, &results);
+            });
+            if next.is_err() {
+                return self.cut("cannot write the next round").await;
+            }
             self.filter.next_round();
             rounds += 1;
-            let Ok(bytes) = serde_json::to_vec(&self.body) else {
-                return self.cut("cannot serialize the next round").await;
-            };
+            let bytes = self.body.bytes().to_vec();
             let asked = Instant::now();
             let next = self.x.send(bytes).await;
             self.waited += asked.elapsed();

@@ -1,0 +1,218 @@
+//! A JSON body kept as the client wrote it: Cairn's edits are spliced into
+//! the client's bytes instead of re-serializing the whole value. A body Cairn
+//! does not change goes on byte for byte; a changed one keeps the client's
+//! key order, spacing and escapes everywhere outside the values it changed
+//! (a provider's prompt cache, and the model, see what the client wrote).
+//!
+//! Edits are made on a [`Value`]; [`Spliced::replace`] then walks the old and
+//! new values beside the old bytes: an equal value is copied as it was
+//! written, a changed object keeps its keys in the written order (new keys
+//! follow, removed keys go), a changed array keeps its leading items, and
+//! anything else changed is written by `serde_json`.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A JSON body: the bytes that go on and the value they hold.
+#[derive(Clone, Debug)]
+pub struct Spliced {
+    bytes: Vec<u8>,
+    value: Value,
+}
+
+impl Spliced {
+    /// Reads `bytes` as JSON.
+    pub fn parse(bytes: Vec<u8>) -> Result<Self, serde_json::Error> {
+        let value = serde_json::from_slice(&bytes)?;
+        Ok(Self { bytes, value })
+    }
+
+    /// The value the bytes hold.
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The bytes to send.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Takes `new` as the body's value, its bytes spliced from the old ones.
+    pub fn replace(&mut self, new: Value) -> Result<(), serde_json::Error> {
+        if new == self.value {
+            return Ok(());
+        }
+        let text = std::str::from_utf8(&self.bytes).map_err(serde::de::Error::custom)?;
+        let raw: &RawValue = serde_json::from_str(text)?;
+        let mut out = Vec::with_capacity(self.bytes.len());
+        write(&mut out, raw, &self.value, &new)?;
+        self.bytes = out;
+        self.value = new;
+        Ok(())
+    }
+
+    /// Applies `edit` to a copy of the value and splices the result in.
+    pub fn edit(&mut self, edit: impl FnOnce(&mut Value)) -> Result<(), serde_json::Error> {
+        let mut new = self.value.clone();
+        edit(&mut new);
+        self.replace(new)
+    }
+}
+
+/// Writes `new` to `out`, reusing the bytes `raw` of `old` wherever they agree.
+fn write(out: &mut Vec<u8>, raw: &RawValue, old: &Value, new: &Value) -> serde_json::Result<()> {
+    if old == new {
+        out.extend_from_slice(raw.get().as_bytes());
+        return Ok(());
+    }
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            let Fields(fields) = serde_json::from_str(raw.get())?;
+            // A key written twice holds its last value (as serde_json reads it).
+            let last: HashMap<&str, usize> = fields
+                .iter()
+                .enumerate()
+                .map(|(i, (key, _))| (key.as_str(), i))
+                .collect();
+            out.push(b'{');
+            let mut first = true;
+            for (i, (key, raw)) in fields.iter().enumerate() {
+                let (Some(new), Some(old)) = (new.get(key), old.get(key)) else {
+                    continue;
+                };
+                if last.get(key.as_str()) != Some(&i) {
+                    continue;
+                }
+                separate(out, &mut first);
+                serde_json::to_writer(&mut *out, key)?;
+                out.push(b':');
+                write(out, raw, old, new)?;
+            }
+            for (key, value) in new.iter().filter(|(k, _)| !old.contains_key(*k)) {
+                separate(out, &mut first);
+                serde_json::to_writer(&mut *out, key)?;
+                out.push(b':');
+                serde_json::to_writer(&mut *out, value)?;
+            }
+            out.push(b'}');
+        }
+        (Value::Array(old), Value::Array(new)) => {
+            let items: Vec<&RawValue> = serde_json::from_str(raw.get())?;
+            out.push(b'[');
+            for (i, value) in new.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                match (items.get(i), old.get(i)) {
+                    (Some(raw), Some(old)) => write(out, raw, old, value)?,
+                    _ => serde_json::to_writer(&mut *out, value)?,
+                }
+            }
+            out.push(b']');
+        }
+        _ => serde_json::to_writer(&mut *out, new)?,
+    }
+    Ok(())
+}
+
+fn separate(out: &mut Vec<u8>, first: &mut bool) {
+    if !*first {
+        out.push(b',');
+    }
+    *first = false;
+}
+
+/// An object's fields in the order they were written, each value as its bytes.
+struct Fields<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Ordered;
+        impl<'de> Visitor<'de> for Ordered {
+            type Value = Fields<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: &'de RawValue = map.next_value()?;
+                    fields.push((key, value));
+                }
+                Ok(Fields(fields))
+            }
+        }
+        deserializer.deserialize_map(Ordered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const WRITTEN: &str = "{ \"zeta\": 1.50,\n  \"model\" : \"m\", \"messages\": [ {\"role\":\"user\", \
+        \"content\": \"caf\\u00e9\"}, {\"role\": \"tool\", \"content\": \"long\"} ], \"alpha\": [] }";
+
+    #[test]
+    fn an_unchanged_body_keeps_its_bytes() {
+        let mut body = Spliced::parse(WRITTEN.as_bytes().to_vec()).unwrap();
+        let same = body.value().clone();
+        body.replace(same).unwrap();
+        assert_eq!(body.bytes(), WRITTEN.as_bytes());
+    }
+
+    #[test]
+    fn an_edit_keeps_key_order_and_the_untouched_bytes() {
+        let mut body = Spliced::parse(WRITTEN.as_bytes().to_vec()).unwrap();
+        body.edit(|v| {
+            v["messages"][1]["content"] = json!("[cairn: short]");
+            v["tools"] = json!([{"name": "memory_fetch"}]);
+        })
+        .unwrap();
+        let text = std::str::from_utf8(body.bytes()).unwrap();
+        assert_eq!(
+            text,
+            "{\"zeta\":1.50,\"model\":\"m\",\"messages\":[{\"role\":\"user\", \
+             \"content\": \"caf\\u00e9\"},{\"role\":\"tool\",\"content\":\"[cairn: short]\"}],\
+             \"alpha\":[],\"tools\":[{\"name\":\"memory_fetch\"}]}"
+        );
+        let reread: Value = serde_json::from_slice(body.bytes()).unwrap();
+        assert_eq!(&reread, body.value());
+    }
+
+    #[test]
+    fn appended_items_leave_the_prefix_bytes_alone() {
+        let mut body = Spliced::parse(WRITTEN.as_bytes().to_vec()).unwrap();
+        body.edit(|v| {
+            if let Some(list) = v["messages"].as_array_mut() {
+                list.push(json!({"role": "assistant", "content": "ok"}));
+            }
+        })
+        .unwrap();
+        let text = std::str::from_utf8(body.bytes()).unwrap();
+        assert!(text.contains(
+            "[{\"role\":\"user\", \"content\": \"caf\\u00e9\"},{\"role\": \"tool\", \"content\": \"long\"},"
+        ));
+    }
+
+    #[test]
+    fn removed_and_repeated_keys_are_written_as_serde_reads_them() {
+        let mut body = Spliced::parse(br#"{"a": 1, "b": 2, "a": 3}"#.to_vec()).unwrap();
+        assert_eq!(body.value()["a"], 3);
+        body.edit(|v| {
+            if let Some(map) = v.as_object_mut() {
+                map.remove("b");
+            }
+        })
+        .unwrap();
+        assert_eq!(body.bytes(), br#"{"a":3}"#);
+    }
+}
