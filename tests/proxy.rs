@@ -378,3 +378,305 @@ async fn x_cairn_thread_links_the_offloaded_pieces() {
         .unwrap();
     assert_eq!(content, big, "the offloaded piece comes back byte for byte");
 }
+
+/// The stand-in's record of the requests it got since the last reset.
+async fn recorded(http: &reqwest::Client, up: &Upstream) -> Vec<Value> {
+    let all: Value = http
+        .get(format!("{}/_requests", up.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    all.as_array().unwrap().clone()
+}
+
+/// Lines `seq 1 n` prints, with one line to find planted at `planted`.
+fn seq_output(n: usize, planted: usize) -> String {
+    (1..=n)
+        .map(|i| {
+            if i == planted {
+                "PLANTED-LINE the needle\n".to_owned()
+            } else {
+                format!("{i}\n")
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_body_goes_upstream_with_the_clients_own_bytes() {
+    if Command::new("python3").arg("--version").status().is_err() {
+        return;
+    }
+    let up = upstream();
+    let server = serve(|c| c.upstream_openai_url = Some(format!("{}/v1", up.url))).await;
+    let http = reqwest::Client::new();
+    // Unusual key order, spacing, escapes and number forms.
+    let unchanged = "{ \"stream\" : false,\n \"model\":\"gpt-4o\", \"messages\": [ {\"content\":\"caf\\u00e9\",  \"role\":\"user\"} ],\n \"temperature\": 1e0 }";
+    let answer = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .header("content-type", "application/json")
+        .body(unchanged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let seen = recorded(&http, &up).await;
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0]["body"], unchanged,
+        "an unchanged body goes byte for byte"
+    );
+
+    let big = seq_output(3000, 1234);
+    let changed = format!(
+        "{{ \"stream\" : false,\n \"model\":\"gpt-4o\", \"messages\": [ {{\"content\":\"caf\\u00e9\",  \"role\":\"user\"}}, \
+         {{\"tool_calls\": [ {{\"type\":\"function\", \"id\":\"c1\", \"function\": {{\"name\":\"sh\", \"arguments\":\"{{}}\"}}}} ], \"role\":\"assistant\", \"content\": null}}, \
+         {{\"tool_call_id\":\"c1\", \"role\":\"tool\", \"content\": {}}} ],\n \"temperature\": 1e0 }}",
+        serde_json::to_string(&big).unwrap()
+    );
+    let answer = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .header("content-type", "application/json")
+        .body(changed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-cairn-offloaded"], "1");
+    let seen = recorded(&http, &up).await;
+    let first = seen[1]["body"].as_str().unwrap();
+    assert!(
+        first.starts_with(
+            "{\"stream\":false,\"model\":\"gpt-4o\",\"messages\":[{\"content\":\"caf\\u00e9\",  \"role\":\"user\"},\
+             {\"tool_calls\": [ {\"type\":\"function\", \"id\":\"c1\", \"function\": {\"name\":\"sh\", \"arguments\":\"{}\"}} ], \"role\":\"assistant\", \"content\": null},\
+             {\"tool_call_id\":\"c1\",\"role\":\"tool\",\"content\":\"[cairn: offloaded"
+        ),
+        "the client's key order and untouched bytes stay: {}",
+        &first[..first.len().min(600)]
+    );
+    assert!(
+        first.contains("],\"temperature\":1e0,\"tools\":[{"),
+        "{first}"
+    );
+    // The retrieval round appends to the bytes already sent.
+    let second = seen[2]["body"].as_str().unwrap();
+    let sent_messages = &first[..first.find("],\"temperature\"").unwrap()];
+    assert!(
+        second.starts_with(sent_messages),
+        "round 2 keeps round 1's bytes"
+    );
+}
+
+#[tokio::test]
+async fn claude_codes_own_request_is_offloaded_and_its_thinking_stays_valid() {
+    if Command::new("python3").arg("--version").status().is_err() {
+        return;
+    }
+    let up = upstream();
+    let server = serve(|c| c.upstream_anthropic_url = Some(up.url.clone())).await;
+    let http = reqwest::Client::new();
+    // A request Claude Code 2.1 sent on its default model (mid-conversation
+    // system message, adaptive thinking, context management, betas), its
+    // Bash result replaced by a large output with one planted line.
+    let captured = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/captured/claude-default-2.json"
+    );
+    let mut body: Value = serde_json::from_slice(&std::fs::read(captured).unwrap()).unwrap();
+    assert_eq!(body["messages"][1]["role"], "system");
+    body["messages"][3]["content"][0]["content"] = Value::String(seq_output(3000, 5));
+    for stream in [false, true] {
+        body["stream"] = Value::Bool(stream);
+        let written = serde_json::to_string_pretty(&body).unwrap();
+        let answer = http
+            .post(format!("{}/v1/messages?beta=true", server.base))
+            .header("content-type", "application/json")
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .header(
+                "anthropic-beta",
+                "mid-conversation-tool-changes-2026-07-01,context-management-2025-06-27",
+            )
+            .header("x-test-scenario", "reasoning")
+            .body(written.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "stream {stream}");
+        assert!(
+            answer.headers().get("x-cairn-skipped").is_none(),
+            "{:?}",
+            answer.headers().get("x-cairn-skipped")
+        );
+        assert_eq!(answer.headers()["x-cairn-offloaded"], "1");
+        let text = answer.text().await.unwrap();
+        // The stand-in fetched lines 3-7 through Cairn and quoted them.
+        assert!(text.contains("PLANTED-LINE the needle"), "{text}");
+        assert!(
+            !text.contains("memory_fetch"),
+            "Cairn's call stays hidden: {text}"
+        );
+        let seen = recorded(&http, &up).await;
+        let first: Value =
+            serde_json::from_str(seen[seen.len() - 2]["body"].as_str().unwrap()).unwrap();
+        let sent = seen[seen.len() - 2]["body"].as_str().unwrap();
+        let system_bytes = serde_json::to_string_pretty(&body["messages"][1]).unwrap();
+        let system_bytes = system_bytes.replace('\n', "\n    ");
+        assert!(
+            sent.contains(&system_bytes),
+            "the system message goes as written"
+        );
+        let tools: Vec<&str> = first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            tools[tools.len() - 3..],
+            ["memory_fetch", "memory_grep", "memory_search"]
+        );
+        // The client's history, with what it received, is accepted next turn:
+        // thinking blocks keep the signatures the provider gave.
+        let content: Vec<Value> = if stream {
+            let mut blocks: Vec<Value> = Vec::new();
+            for line in text.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                let event: Value = serde_json::from_str(line).unwrap();
+                match event["type"].as_str().unwrap() {
+                    "content_block_start" => blocks.push(event["content_block"].clone()),
+                    "content_block_delta" => {
+                        let i = event["index"].as_u64().unwrap() as usize;
+                        let d = &event["delta"];
+                        for (field, key) in [
+                            ("thinking", "thinking"),
+                            ("text", "text"),
+                            ("signature", "signature"),
+                        ] {
+                            if let Some(piece) = d[key].as_str() {
+                                let now = blocks[i][field].as_str().unwrap_or("").to_owned();
+                                blocks[i][field] = Value::String(if key == "signature" {
+                                    piece.to_owned()
+                                } else {
+                                    now + piece
+                                });
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            blocks
+        } else {
+            let answer: Value = serde_json::from_str(&text).unwrap();
+            answer["content"].as_array().unwrap().clone()
+        };
+        assert_eq!(content[0]["type"], "thinking", "{content:?}");
+        let mut next = body.clone();
+        let messages = next["messages"].as_array_mut().unwrap();
+        messages.push(serde_json::json!({"role": "assistant", "content": content}));
+        messages.push(serde_json::json!({"role": "user", "content": "thanks"}));
+        next["stream"] = Value::Bool(false);
+        let follow_up = http
+            .post(format!("{}/v1/messages", server.base))
+            .header("x-api-key", "sk-ant-test")
+            .json(&next)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            follow_up.status(),
+            200,
+            "{}",
+            follow_up.text().await.unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_reasoning_item_before_a_hidden_call_never_reaches_the_client() {
+    if Command::new("python3").arg("--version").status().is_err() {
+        return;
+    }
+    let up = upstream();
+    let server = serve(|c| c.upstream_openai_url = Some(format!("{}/v1", up.url))).await;
+    let http = reqwest::Client::new();
+    let big = seq_output(3000, 5);
+    for stream in [false, true] {
+        let input = serde_json::json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run it"}]},
+            {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": big}]);
+        let request = serde_json::json!({"model": "gpt-5", "stream": stream, "store": false,
+            "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}],
+            "input": input});
+        let answer = http
+            .post(format!("{}/v1/responses", server.base))
+            .header("authorization", "Bearer sk-test")
+            .header("x-test-scenario", "reasoning")
+            .json(&request)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        let text = answer.text().await.unwrap();
+        let output: Value = if stream {
+            let done = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .find(|e| e["type"] == "response.completed")
+                .expect("the stream completes");
+            assert!(
+                !text.contains("memory_fetch"),
+                "no echo of Cairn's tools: {text}"
+            );
+            done["response"]["output"].clone()
+        } else {
+            let answer: Value = serde_json::from_str(&text).unwrap();
+            assert!(
+                answer["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|t| t["name"] == "exec_command")
+            );
+            answer["output"].clone()
+        };
+        let kinds: Vec<&str> = output
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["reasoning", "message"], "stream {stream}: {output}");
+        assert!(
+            output[1]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("PLANTED-LINE")
+        );
+        // The next turn sends the history back: the provider accepts it.
+        let mut history = input.as_array().unwrap().clone();
+        history.extend(output.as_array().unwrap().iter().cloned());
+        history.push(serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "and now?"}]}));
+        let mut next = request.clone();
+        next["input"] = Value::Array(history);
+        next["stream"] = Value::Bool(false);
+        let follow_up = http
+            .post(format!("{}/v1/responses", server.base))
+            .header("authorization", "Bearer sk-test")
+            .json(&next)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            follow_up.status(),
+            200,
+            "{}",
+            follow_up.text().await.unwrap()
+        );
+    }
+}

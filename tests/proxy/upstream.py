@@ -11,8 +11,12 @@ them) and answers like a scripted model that reads its input:
 Header `x-test-scenario` changes that: `mixed` (memory_fetch and the client's
 `run_tests` in one turn, then `run_tests` alone once the fetch is answered),
 `error_400` / `error_500` (provider errors), `cut` (a stream that stops in the
-middle). Tool results whose call is not in the conversation are a 400, as a
-real provider answers them.
+middle), `reasoning` (a Responses reasoning item, or an Anthropic thinking
+block, opens every answer, with no text before a call). Tool results whose
+call is not in the conversation are a 400, as a real provider answers them;
+so are a reasoning item sent back without the item that followed it and a
+thinking block whose signature this stand-in did not give. A Responses
+answer echoes the request's `tools`, as the real API does.
 
 Run: python3 upstream.py  → prints the port on its first line.
 """
@@ -106,6 +110,33 @@ def broken_pairs(api, body):
     return None
 
 
+def broken_reasoning(api, body):
+    """A Responses `reasoning` item not followed by the item that followed it
+    (the real API: "Item 'rs_…' of type 'reasoning' was provided without its
+    required following item."), or an Anthropic thinking block whose
+    signature is not the one this stand-in gave it."""
+    if api == "responses" and isinstance(body.get("input"), list):
+        items = body["input"]
+        for k, item in enumerate(items):
+            if item.get("type") != "reasoning":
+                continue
+            following = items[k + 1] if k + 1 < len(items) else None
+            if following is None or following.get("type") == "reasoning":
+                return f"Item '{item.get('id')}' of type 'reasoning' was provided without its required following item."
+    if api == "messages":
+        for i, m in enumerate(body.get("messages", [])):
+            for k, b in enumerate(m["content"] if isinstance(m.get("content"), list) else []):
+                given = b.get("signature") or ""
+                # (blocks of other providers' making, as in captured requests, are not checked)
+                if b.get("type") == "thinking" and given.startswith("sig-") and given != signature(b.get("thinking", "")):
+                    return f"messages.{i}.content.{k}: Invalid `signature` in `thinking` block"
+    return None
+
+
+def signature(thinking):
+    return "sig-" + str(sum(thinking.encode()) % 1000003)
+
+
 def decide(api, body, scenario):
     """(text, calls): what the scripted model says."""
     fetched = fetch_result(api, body)
@@ -168,8 +199,11 @@ def chat_events(text, calls, model, include_usage):
     yield None, "[DONE]"
 
 
-def messages_json(text, calls, model):
+def messages_json(text, calls, model, reasoning=False):
     content = []
+    if reasoning:
+        thought = f"thinking {len(REQUESTS)}"
+        content.append({"type": "thinking", "thinking": thought, "signature": signature(thought)})
     if text:
         content.append({"type": "text", "text": text})
     for i, (name, args) in enumerate(calls):
@@ -178,12 +212,19 @@ def messages_json(text, calls, model):
             "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None, "usage": USAGE["messages"]}
 
 
-def messages_events(text, calls, model):
+def messages_events(text, calls, model, reasoning=False):
     start_usage = dict(USAGE["messages"], output_tokens=1)
     yield "message_start", {"type": "message_start", "message": {
         "id": "msg_standin", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": start_usage}}
     index = 0
+    if reasoning:
+        thought = f"thinking {len(REQUESTS)}"
+        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": thought}}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature(thought)}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        index += 1
     if text:
         yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
         yield "ping", {"type": "ping"}
@@ -203,8 +244,11 @@ def messages_events(text, calls, model):
     yield "message_stop", {"type": "message_stop"}
 
 
-def responses_output(text, calls):
+def responses_output(text, calls, reasoning=False):
     output = []
+    if reasoning:
+        output.append({"type": "reasoning", "id": f"rs_{len(REQUESTS)}", "summary": [],
+                       "encrypted_content": "opaque"})
     if text:
         output.append({"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
                        "content": [{"type": "output_text", "text": text, "annotations": []}]})
@@ -214,20 +258,23 @@ def responses_output(text, calls):
     return output
 
 
-def responses_json(text, calls, model):
+def responses_json(text, calls, model, reasoning=False, tools=()):
     return {"id": "resp_standin", "object": "response", "created_at": 1, "status": "completed", "model": model,
-            "output": responses_output(text, calls), "parallel_tool_calls": True, "tool_choice": "auto",
-            "tools": [], "usage": USAGE["responses"], "error": None, "incomplete_details": None,
+            "output": responses_output(text, calls, reasoning), "parallel_tool_calls": True, "tool_choice": "auto",
+            "tools": list(tools), "usage": USAGE["responses"], "error": None, "incomplete_details": None,
             "instructions": None, "metadata": {}, "temperature": 1.0, "top_p": 1.0, "text": {"format": {"type": "text"}}}
 
 
-def responses_events(text, calls, model):
+def responses_events(text, calls, model, reasoning=False, tools=()):
     seq = iter(range(1000))
-    shell = dict(responses_json(None, [], model), status="in_progress", output=[], usage=None)
+    shell = dict(responses_json(None, [], model, tools=tools), status="in_progress", output=[], usage=None)
     yield "response.created", {"type": "response.created", "sequence_number": next(seq), "response": shell}
     yield "response.in_progress", {"type": "response.in_progress", "sequence_number": next(seq), "response": shell}
-    for index, item in enumerate(responses_output(text, calls)):
-        if item["type"] == "message":
+    for index, item in enumerate(responses_output(text, calls, reasoning)):
+        if item["type"] == "reasoning":
+            yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": index,
+                                                 "item": dict(item, encrypted_content=None)}
+        elif item["type"] == "message":
             yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": index,
                                                  "item": dict(item, status="in_progress", content=[])}
             yield "response.content_part.added", {"type": "response.content_part.added", "sequence_number": next(seq), "item_id": item["id"],
@@ -249,7 +296,8 @@ def responses_events(text, calls, model):
             yield "response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "sequence_number": next(seq),
                                                              "item_id": item["id"], "output_index": index, "arguments": item["arguments"]}
         yield "response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": index, "item": item}
-    yield "response.completed", {"type": "response.completed", "sequence_number": next(seq), "response": responses_json(text, calls, model)}
+    yield "response.completed", {"type": "response.completed", "sequence_number": next(seq),
+                                 "response": responses_json(text, calls, model, reasoning, tools)}
 
 
 def split(text, size=40):
@@ -327,18 +375,32 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.send_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}})
             return
+        refused = broken_reasoning(api, body)
+        if refused:
+            if anthropic:
+                self.send_json(400, {"type": "error", "error": {"type": "invalid_request_error", "message": refused}})
+            else:
+                self.send_json(400, {"error": {"message": refused, "type": "invalid_request_error", "param": "input", "code": None}})
+            return
         text, calls = decide(api, body, scenario)
         model = body.get("model", "model")
+        reasoning = scenario == "reasoning"
+        tools = body.get("tools") or []
         if not body.get("stream"):
-            make = {"chat": chat_json, "responses": responses_json, "messages": messages_json}[api]
-            self.send_json(200, make(text, calls, model))
+            if api == "chat":
+                answer = chat_json(text, calls, model)
+            elif api == "messages":
+                answer = messages_json(text, calls, model, reasoning)
+            else:
+                answer = responses_json(text, calls, model, reasoning, tools)
+            self.send_json(200, answer)
             return
         if api == "chat":
             events = chat_events(text, calls, model, (body.get("stream_options") or {}).get("include_usage"))
         elif api == "messages":
-            events = messages_events(text, calls, model)
+            events = messages_events(text, calls, model, reasoning)
         else:
-            events = responses_events(text, calls, model)
+            events = responses_events(text, calls, model, reasoning, tools)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("x-request-id", "req_standin_123")

@@ -2,8 +2,8 @@
 //! compression runs on them, and its text edits written back into the items.
 //!
 //! Messages map to messages (text parts to `text` parts), consecutive
-//! `function_call` items to one assistant message with `tool_calls`, and
-//! `function_call_output` items to `tool` messages. An output whose call is
+//! `function_call` (and freeform `custom_tool_call`) items to one assistant
+//! message with `tool_calls`, and their outputs to `tool` messages. An output whose call is
 //! not in `input` (a conversation continued with `previous_response_id`) gets
 //! a stand-in call so the pairs stay valid. Other items (reasoning, references,
 //! built-in tool calls) are left out and never edited.
@@ -30,15 +30,18 @@ pub fn map(items: &[Value]) -> Mapped {
     while i < items.len() {
         let item = &items[i];
         match item_type(item) {
-            "function_call" => {
+            "function_call" | "custom_tool_call" => {
                 let mut calls = Vec::new();
-                while i < items.len() && item_type(&items[i]) == "function_call" {
+                while i < items.len()
+                    && matches!(item_type(&items[i]), "function_call" | "custom_tool_call")
+                {
                     let call = &items[i];
                     let id = call["call_id"].as_str().unwrap_or("").to_owned();
                     open_calls.push(id.clone());
+                    let arguments = call["arguments"].as_str().or(call["input"].as_str());
                     calls.push(json!({"id": id, "type": "function", "function": {
                         "name": call["name"].as_str().unwrap_or("tool"),
-                        "arguments": call["arguments"].as_str().unwrap_or(""),
+                        "arguments": arguments.unwrap_or(""),
                     }}));
                     i += 1;
                 }
@@ -48,7 +51,7 @@ pub fn map(items: &[Value]) -> Mapped {
                 );
                 continue;
             }
-            "function_call_output" => {
+            "function_call_output" | "custom_tool_call_output" => {
                 let id = item["call_id"].as_str().unwrap_or("").to_owned();
                 if !open_calls.contains(&id) {
                     mapped.push(
@@ -184,6 +187,8 @@ mod tests {
             json!({"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "x"}]}),
             json!({"type": "function_call_output", "call_id": "old", "output": "orphan"}),
             json!({"type": "reasoning", "summary": []}),
+            json!({"type": "custom_tool_call", "call_id": "c3", "name": "exec", "input": "ls"}),
+            json!({"type": "custom_tool_call_output", "call_id": "c3", "output": [{"type": "input_text", "text": "y"}]}),
         ];
         let mapped = map(&items);
         let roles: Vec<&str> = mapped
@@ -193,7 +198,20 @@ mod tests {
             .collect();
         assert_eq!(
             roles,
-            ["user", "assistant", "tool", "tool", "assistant", "tool"]
+            [
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant",
+                "tool",
+                "assistant",
+                "tool"
+            ]
+        );
+        assert_eq!(
+            mapped.messages[6]["tool_calls"][0]["function"]["arguments"],
+            "ls"
         );
         assert_eq!(
             mapped.messages[1]["tool_calls"][1]["function"]["name"],
@@ -203,6 +221,7 @@ mod tests {
         edited[2]["content"] = json!("A");
         edited[3]["content"][0]["text"] = json!("X");
         edited[5]["content"] = json!("O");
+        edited[7]["content"][0]["text"] = json!("Y");
         mapped.write_back(&edited, &mut items);
         assert_eq!(items[3]["output"], "A");
         assert_eq!(
@@ -210,6 +229,7 @@ mod tests {
             json!({"type": "input_text", "text": "X"})
         );
         assert_eq!(items[5]["output"], "O");
+        assert_eq!(items[8]["output"][0]["text"], "Y");
         assert_eq!(items[0]["content"], "hi");
     }
 }

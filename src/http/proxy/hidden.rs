@@ -40,7 +40,12 @@ impl Shown {
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .take_while(|i| i["type"] != "function_call")
+                    .take_while(|i| {
+                        !matches!(
+                            i["type"].as_str(),
+                            Some("function_call" | "custom_tool_call")
+                        )
+                    })
                     .collect();
                 let before_call = items.len();
                 for (k, item) in items.into_iter().enumerate() {

@@ -81,7 +81,7 @@ impl Proxy {
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
-        .route("/v1/responses", post(responses))
+        .route("/v1/responses", post(responses).get(responses_socket))
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/models", get(models))
@@ -99,6 +99,20 @@ async fn chat_completions(
 
 async fn responses(State(s): State<AppState>, uri: Uri, h: HeaderMap, body: Body) -> Response {
     proxied(s, Endpoint::Responses, uri, h, body).await
+}
+
+/// Codex's built-in OpenAI provider first asks for the Responses WebSocket
+/// (`GET /v1/responses` with `upgrade: websocket`); Cairn proxies Responses
+/// over HTTP and SSE, so it refuses the upgrade and Codex falls back to them.
+async fn responses_socket() -> Response {
+    endpoint::app_error(
+        Provider::OpenAi,
+        AppError::new(
+            StatusCode::UPGRADE_REQUIRED,
+            "websocket_not_supported",
+            "Cairn proxies the Responses API over HTTP with server-sent events, not WebSocket",
+        ),
+    )
 }
 
 async fn messages(State(s): State<AppState>, uri: Uri, h: HeaderMap, body: Body) -> Response {

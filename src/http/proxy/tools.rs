@@ -331,11 +331,16 @@ pub fn strip(endpoint: Endpoint, answer: &mut Value, ours: &[&str]) {
 }
 
 /// True when the conversation may need Cairn's tools: it is an agent's (it
-/// defines tools of its own), or it carries a pointer. An agent gets them
+/// defines tools of its own: `tools`, or Codex's `additional_tools` input
+/// item), or it carries a pointer. An agent gets them
 /// from its first request on, after its own tools, so they never move
 /// bytes a provider has cached on a later turn.
 pub fn wanted(body: &Value) -> bool {
-    body["tools"].as_array().is_some_and(|t| !t.is_empty()) || has_pointer(body)
+    let defines_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty())
+        || body["input"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|i| i["type"] == "additional_tools"));
+    defines_tools || has_pointer(body)
 }
 
 /// True when the request's texts hold a pointer marker Cairn wrote (or a

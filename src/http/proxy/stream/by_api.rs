@@ -177,9 +177,10 @@ impl Filter {
             "response.output_item.added" => {
                 let kind = data["item"]["type"].as_str().unwrap_or("").to_owned();
                 let kind = kind.as_str();
+                let is_call = matches!(kind, "function_call" | "custom_tool_call");
                 let mut out = Vec::new();
                 if self.tentative {
-                    if kind == "function_call" {
+                    if is_call {
                         self.tentative = false;
                     } else {
                         out = self.release();
@@ -190,7 +191,7 @@ impl Filter {
                     self.holding = true;
                     self.tentative = true;
                 }
-                out.extend(self.hold_or_pass(event, data, kind != "function_call"));
+                out.extend(self.hold_or_pass(event, data, !is_call));
                 out
             }
             _ => self.hold_or_pass(event, data, true),
