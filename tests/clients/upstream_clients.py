@@ -81,7 +81,11 @@ def fetch_result(api, body):
         return None
     if isinstance(found, list):
         found = "".join(p.get("text", "") for p in found)
-    return json.loads(found)["text"]
+    try:
+        d = json.loads(found)
+    except ValueError:
+        return found
+    return d.get("text", found) if isinstance(d, dict) else found
 
 
 def offered(api, body, name):
@@ -190,10 +194,19 @@ def decide(api, body, scenario):
     """(text, calls): what the scripted model says."""
     n = len(REQUESTS)
     shell = shell_tool(body)
-    if shell and not scenario and not offered(api, body, "memory_fetch"):
-        if has_tool_result(api, body):
-            return f"Line 1234 is 1234. (stand-in request {n})", []
-        return None, [(shell[0], shell_args(shell[0], shell[1]))]
+    if shell and not scenario:
+        if not has_tool_result(api, body):
+            return None, [(shell[0], shell_args(shell[0], shell[1]))]
+        fetched = fetch_result(api, body)
+        if fetched is not None:
+            return f"Line 1234 is 1234. FETCHED:\n{fetched}\n(stand-in request {n})", []
+        if offered(api, body, "memory_fetch"):
+            convo = body.get("messages") if api != "responses" else body.get("input")
+            for t in texts(convo):
+                m = POINTER.search(t)
+                if m:
+                    return None, [("memory_fetch", {"uri": f"mem://{m.group(1)}#L3-7"})]
+        return f"Line 1234 is 1234. (stand-in request {n})", []
     if api in ("messages", "responses") and not all_tools(body) and not scenario:
         return f"Stand-in text (request {n})", []
     fetched = fetch_result(api, body)
