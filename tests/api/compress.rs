@@ -335,6 +335,17 @@ async fn pointer_offloads_big_contents(name: &str) {
         "{marker}"
     );
     assert!(marker.chars().count() < 1200);
+    // One count: the first line's is the summary's, which names its method.
+    let first = marker.lines().next().unwrap();
+    let stated = first
+        .rsplit(", ")
+        .next()
+        .unwrap()
+        .trim_end_matches(" tokens]");
+    assert!(
+        marker.contains(&format!("{stated} tokens (")),
+        "the first line's {stated} tokens are not the summary's: {marker}"
+    );
     app.shutdown().await;
 }
 
@@ -784,5 +795,33 @@ async fn selective_saves_40_percent_on_a_40_turn_tool_run_and_keeps_failures_inl
     let second = post(&app, "/v1/compress", &again).await.json();
     assert_eq!(second["messages"], answer["messages"]);
     assert_eq!(second["report"]["tokens_saved"], 0);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_clients_reminders_in_a_user_turn_stay_for_the_model() {
+    let app = spawn_app().await;
+    let skills: String = (0..200)
+        .map(|i| format!("- skill-{i}: what the skill does and when to use it\n"))
+        .collect();
+    let reminder = format!(
+        "<system-reminder>\nThe following skills are available:\n{skills}</system-reminder>"
+    );
+    let output = "x ".repeat(5000);
+    let messages = json!([
+        {"role": "user", "content": [{"type": "text", "text": reminder}, {"type": "text", "text": "Fix the build."}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": output}]},
+    ]);
+    for strategy in ["pointer", "sliding_window", "deletion"] {
+        let body = json!({"messages": messages, "format": "anthropic", "strategy": strategy, "keep_recent": 1});
+        let resp = post(&app, "/v1/compress", &body).await;
+        assert_eq!(resp.status, StatusCode::OK, "{strategy}: {}", resp.json());
+        let texts = texts_of(resp.json()["messages"].as_array().unwrap());
+        assert!(
+            texts.contains(&reminder),
+            "{strategy} took the reminder away"
+        );
+    }
     app.shutdown().await;
 }

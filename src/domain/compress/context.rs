@@ -63,11 +63,14 @@ impl<'a> Context<'a> {
     }
 
     /// A text a strategy may replace: after the frozen prefix, not a system
-    /// prompt, not already a marker, not left alone.
+    /// prompt, not instructions a client put in a user turn, not already a
+    /// marker, not left alone.
     pub(super) fn editable(&self, piece: &Piece) -> bool {
+        let text = self.text(piece);
         piece.message >= self.frozen
             && !matches!(piece.role.as_str(), "system" | "developer")
-            && !marker::is_marker(self.text(piece))
+            && !is_reminder(text)
+            && !marker::is_marker(text)
             && !self.left_alone(piece)
     }
 
@@ -80,7 +83,7 @@ impl<'a> Context<'a> {
         chars > self.options.summary_chars + MARKER_ALLOWANCE
     }
 
-    /// A unit no strategy may fold: frozen, a system prompt, or left alone.
+    /// A unit no strategy may fold: frozen, a system prompt, a reminder, or left alone.
     /// (Markers may be folded with other messages: the transcript keeps
     /// them as they are, and [`fold::runs`] never folds markers alone.)
     pub(super) fn must_keep(&self, unit: &Range<usize>) -> bool {
@@ -104,9 +107,10 @@ impl<'a> Context<'a> {
                 .iter()
                 .filter(|p| unit.contains(&p.message))
                 .any(|p| {
-                    p.tool
-                        .as_ref()
-                        .is_some_and(|t| self.options.leave_tools.contains(t))
+                    is_reminder(self.text(p))
+                        || p.tool
+                            .as_ref()
+                            .is_some_and(|t| self.options.leave_tools.contains(t))
                 })
     }
 
@@ -191,4 +195,11 @@ impl<'a> Context<'a> {
         });
         texts.chain(runs).collect()
     }
+}
+
+/// Instructions an agent puts in a user turn for the model (Claude Code's
+/// `<system-reminder>` blocks: its skills, CLAUDE.md, the date): system
+/// prompt by another name, never offloaded or folded away from the model.
+fn is_reminder(text: &str) -> bool {
+    text.trim_start().starts_with("<system-reminder>")
 }
