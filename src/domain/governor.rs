@@ -44,8 +44,8 @@ impl Limits {
     }
 }
 
-/// A governor tier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A governor tier, ordered from `Normal` up to `PointerOnly`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Tier {
     /// Below the warn limit: nothing to do.
     Normal,

@@ -6,6 +6,7 @@
 pub mod responses_items;
 pub mod rewrite;
 pub mod spliced;
+pub mod tiers;
 pub mod usage;
 
 /// A provider whose API Cairn speaks.

@@ -12,7 +12,8 @@
 //!    `pointer_only`: over 1,000), never inside the cached prefix (up to the
 //!    last `cache_control`, and the first `preserve_prefix` messages). The tier
 //!    only rises while a conversation grows, so an earlier message changes at
-//!    most at a tier change, never from one turn to the next.
+//!    most at a tier change, never from one turn to the next. Each
+//!    conversation keeps the highest tier it reached ([`super::tiers`]).
 //!    (The governor's observation masking is not used here: keeping "the last
 //!    K results" moves its edge every turn and would rewrite an earlier
 //!    message each time.)
@@ -21,6 +22,7 @@ use serde_json::Value;
 
 use super::Endpoint;
 use super::responses_items;
+use super::tiers::{ConversationTiers, conversation_of};
 use crate::domain::DomainError;
 use crate::domain::compress::format::{self, Format};
 use crate::domain::compress::{Compressor, Input, Options, Outcome, Policy, Strategy, pairs};
@@ -106,6 +108,8 @@ pub struct Rewriter<'a> {
     pub governor: &'a GovernorConfig,
     /// Thresholds.
     pub settings: &'a RewriteSettings,
+    /// The tier each conversation reached (it only rises).
+    pub tiers: &'a ConversationTiers,
 }
 
 /// A request's message list, taken out of its body.
@@ -121,14 +125,18 @@ impl Rewriter<'_> {
     /// Offloads and governs `body` in place. A message list Cairn cannot read
     /// (a shape it does not know, broken tool pairs) goes upstream as it came,
     /// and the report says why: the provider is the judge of its own API.
+    /// `session` is the client's own session id, if it sends one: with the
+    /// conversation's opening it names the conversation whose tier only rises.
     pub async fn rewrite(
         &self,
         namespace: &str,
         endpoint: Endpoint,
         body: &mut Value,
         thread: Option<String>,
+        session: Option<&str>,
     ) -> Result<Report, DomainError> {
         let model = body["model"].as_str().map(str::to_owned);
+        let opening = conversation_of(endpoint, body, session);
         let conversation = match take(endpoint, body) {
             Ok(Some(conversation)) => conversation,
             Ok(None) => {
@@ -165,7 +173,8 @@ impl Rewriter<'_> {
             .ledger
             .calibrate(namespace, m, first.counter, first.tokens_after)
             .await;
-        let tier = Tier::of(offloaded.tokens, self.governor.limits(namespace, m).0);
+        let now = Tier::of(offloaded.tokens, self.governor.limits(namespace, m).0);
+        let tier = self.tiers.rise(namespace, opening, now);
         self.ledger.record_governor(namespace, tier.name()).await?;
         let threshold = match tier {
             Tier::Normal => usize::MAX,

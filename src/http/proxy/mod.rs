@@ -19,10 +19,16 @@ use serde_json::Value;
 
 use crate::domain::proxying::rewrite::{Report, RewriteSettings, Rewriter};
 use crate::domain::proxying::spliced::Spliced;
+use crate::domain::proxying::tiers::ConversationTiers;
 use crate::domain::proxying::{Endpoint, Provider};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
+
+/// Headers that name the client's session, first found wins: Cairn's own,
+/// Claude Code's, Codex's. With the conversation's opening they key the
+/// governor's tier, which only rises within a conversation.
+const SESSION_HEADERS: [&str; 3] = ["x-cairn-thread", "x-claude-code-session-id", "session-id"];
 
 mod answer;
 mod auth;
@@ -44,6 +50,7 @@ pub struct Proxy {
     max_rounds: usize,
     timeout: Duration,
     client: reqwest::Client,
+    tiers: ConversationTiers,
 }
 
 impl Proxy {
@@ -66,6 +73,7 @@ impl Proxy {
             max_rounds: max_rounds.max(1),
             timeout,
             client,
+            tiers: ConversationTiers::default(),
         })
     }
 
@@ -220,8 +228,10 @@ async fn exchange(
     let caller = auth::caller(&state.auth, provider, upstream, &headers)?;
     let mut body = read_json(body, state.config.max_json_bytes).await?;
     state.ledger.check_budget(&caller.namespace).await?;
-    let thread = headers.get("x-cairn-thread").and_then(|v| v.to_str().ok());
-    let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread).await?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let thread = header("x-cairn-thread");
+    let session = SESSION_HEADERS.iter().find_map(|name| header(name));
+    let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread, session).await?;
     if let Some(reason) = report.skip_reason() {
         state
             .metrics
@@ -261,17 +271,19 @@ async fn prepare(
     endpoint: Endpoint,
     body: &mut Spliced,
     thread: Option<&str>,
+    session: Option<&str>,
 ) -> Result<(Report, Vec<&'static str>), AppError> {
     let rewriter = Rewriter {
         compressor: &state.compressor,
         ledger: &state.ledger,
         governor: &state.governor,
         settings: &state.proxy.rewrite,
+        tiers: &state.proxy.tiers,
     };
     let thread = thread.map(str::to_owned);
     let mut value = body.value().clone();
     let report = rewriter
-        .rewrite(&caller.namespace, endpoint, &mut value, thread)
+        .rewrite(&caller.namespace, endpoint, &mut value, thread, session)
         .await?;
     let ours = if tools::wanted(&value) {
         tools::add(endpoint, &mut value)
