@@ -69,8 +69,14 @@ pub async fn foreground(
 ) -> Response {
     // A proxied exchange waits on its upstream for seconds: the indexer
     // should use that time (its next round may search what it offloaded).
+    // So does a search waiting for the index to catch up (`wait_ms`).
     let path = request.uri().path();
-    if PROXIED.contains(&path) {
+    let waits = path == "/v1/search"
+        && request
+            .uri()
+            .query()
+            .is_some_and(|q| q.contains("wait_ms="));
+    if PROXIED.contains(&path) || waits {
         return next.run(request).await;
     }
     let _busy = foreground.enter();

@@ -1,5 +1,7 @@
 //! `GET /v1/search`: full-text search over the caller's memories.
 
+use std::time::Duration;
+
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
@@ -11,6 +13,7 @@ use super::error::{AppError, ErrorBody};
 use super::extract::ApiQuery;
 use super::filters::{Filters, limit};
 use super::views::SearchView;
+use crate::domain::DomainError;
 use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS};
 
 /// The query and its filters.
@@ -40,7 +43,15 @@ pub struct SearchParams {
     pub until: Option<String>,
     /// Results, 1-100 (default 10).
     pub limit: Option<u32>,
+    /// Wait up to this many milliseconds (at most 10000) until the index
+    /// holds everything stored before the search, as Elasticsearch's
+    /// `refresh=wait_for`: read your own writes. The answer's `indexed` says
+    /// whether it did.
+    pub wait_ms: Option<u64>,
 }
+
+/// The longest `wait_ms`.
+const MAX_WAIT_MS: u64 = 10_000;
 
 /// Searches the caller's memories: ranked by BM25, with the matching lines.
 /// Content is indexed in the background: see `search_index` in `/v1/stats`.
@@ -54,11 +65,21 @@ pub async fn get(
     caller: Caller,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchView>, AppError> {
+    let wait = params.wait_ms;
+    if wait.is_some_and(|ms| ms > MAX_WAIT_MS) {
+        return Err(DomainError::field("wait_ms", format!("is at most {MAX_WAIT_MS}")).into());
+    }
     let (q, given, filters) = params.into_parts();
     let limit = limit(given, DEFAULT_RESULTS, MAX_RESULTS)?;
     let filter = filters.query(caller.namespace, limit)?;
+    let indexed = match wait {
+        Some(ms) => Some(state.search.caught_up(Duration::from_millis(ms)).await),
+        None => None,
+    };
     let results = state.search.search(&q, filter).await?;
-    Ok(Json(results.into()))
+    let mut view = SearchView::from(results);
+    view.indexed = indexed;
+    Ok(Json(view))
 }
 
 impl SearchParams {

@@ -272,6 +272,30 @@ async fn malformed_queries_are_400_invalid_query_with_the_reason() {
 }
 
 #[tokio::test]
+async fn a_search_can_wait_for_the_puts_before_it() {
+    let app = spawn_app().await;
+    let mut last = String::new();
+    for n in 0..12 {
+        last = put(
+            &app,
+            &format!("batch line {n}\nsentinelword{n} here\n"),
+            json!({}),
+        )
+        .await;
+    }
+    // Right after the puts' answers: the search waits for the index first.
+    let found = search(&app, "q=sentinelword11&wait_ms=10000").await;
+    assert_eq!(found["indexed"], true, "{found}");
+    assert_eq!(ids(&found), vec![last]);
+    // Without `wait_ms` the answer says nothing about the index.
+    let plain = search(&app, "q=sentinelword11").await;
+    assert!(plain.get("indexed").is_none(), "{plain}");
+    let resp = app.get("/v1/search?q=batch&wait_ms=10001").await;
+    assert_eq!(resp.status, StatusCode::BAD_REQUEST);
+    assert_eq!(resp.json()["error"]["field"], "wait_ms", "{}", resp.json());
+}
+
+#[tokio::test]
 async fn filters_narrow_the_results() {
     let app = spawn_app().await;
     let a = put(&app, "needle one\n", json!({"type": "WEB_SCRAPE", "subtype": "curl", "tags": ["x"], "thread": "t1", "checkpoint": "c1", "directory": "/d1"})).await;

@@ -23,15 +23,16 @@ const BINARY_SNIFF: usize = 8 << 10;
 /// Pause between looks at an empty queue.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
 /// How the indexer gives way to requests before each frame: it waits for
-/// 10 ms without one, for at most 2 s. Clients that send request after
-/// request (a benchmark, a batch import) keep it waiting, and it then
-/// indexes one frame every 2 s and catches up in the next lull; agents,
-/// whose requests come between model calls, barely delay it. Its frame
-/// reads, decoding and full-text writes would otherwise share the cores
-/// with the requests.
+/// 10 ms without one, for at most 150 ms. Clients that send request after
+/// request (a benchmark, a batch import, agents searching all the time) keep
+/// it waiting, and it then indexes one frame every 150 ms — so a small put
+/// is still searchable within ~250 ms under steady traffic (`bench/freshness.py`)
+/// — and catches up in the next lull; agents, whose requests come between
+/// model calls, barely delay it. Its frame reads, decoding and full-text
+/// writes would otherwise share the cores with the requests.
 const GIVE_WAY: GiveWay = GiveWay {
     quiet: Duration::from_millis(10),
-    max_wait: Duration::from_secs(2),
+    max_wait: Duration::from_millis(150),
 };
 /// Pause after a storage error before trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);

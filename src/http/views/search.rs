@@ -73,12 +73,18 @@ impl From<SearchResult> for SearchResultView {
 pub struct SearchView {
     /// Matching memories, best first.
     pub results: Vec<SearchResultView>,
+    /// Only with `wait_ms`: true when the index held everything stored
+    /// before the search; false when the wait ran out first (recent puts
+    /// may be missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub indexed: Option<bool>,
 }
 
 impl From<Vec<SearchResult>> for SearchView {
     fn from(results: Vec<SearchResult>) -> Self {
         Self {
             results: results.into_iter().map(Into::into).collect(),
+            indexed: None,
         }
     }
 }
