@@ -146,9 +146,13 @@ impl App {
             }
             None => (None, None),
         };
-        let memories = Arc::new(memories.with_summaries(config.summary_chars, queue));
-        let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
         let search = Arc::new(Search::new(meta.clone(), blobs.clone()));
+        let memories = Arc::new(
+            memories
+                .with_summaries(config.summary_chars, queue)
+                .with_new_objects(search.waker()),
+        );
+        let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
         let indexer = config.search_index.then(|| search.spawn_indexer());
         let maintenance = Arc::new(Maintenance::new(
             memories.clone(),

@@ -84,6 +84,9 @@ pub struct Memories {
     metrics: Arc<Metrics>,
     /// Decoded frames shared by this process's slices (off until configured).
     frame_cache: Option<Arc<FrameCache>>,
+    /// Told of every new object, for whoever waits on new content (the
+    /// search indexer: [`Memories::with_new_objects`]).
+    new_objects: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl Memories {
@@ -113,7 +116,16 @@ impl Memories {
             locks: Arc::new(ObjectLocks::default()),
             metrics: Arc::new(Metrics::new()),
             frame_cache: None,
+            new_objects: None,
         }
+    }
+
+    /// Notifies `signal` after each put that stored a new object, so the
+    /// search indexer starts on it at once instead of at its next poll.
+    #[must_use]
+    pub fn with_new_objects(mut self, signal: Arc<tokio::sync::Notify>) -> Self {
+        self.new_objects = Some(signal);
+        self
     }
 
     /// Shares decoded frames between slices through `cache`.
@@ -288,6 +300,9 @@ impl Memories {
         );
         self.opened
             .invalidate(&(namespace.to_owned(), outcome.record.id.clone()));
+        if let (Some(signal), true) = (&self.new_objects, outcome.object_created) {
+            signal.notify_one();
+        }
         if let (Some(queue), Some(excerpt), true) = (&self.summaries, excerpt, outcome.created) {
             queue.offer(SummaryJob {
                 namespace: namespace.to_owned(),

@@ -22,18 +22,23 @@ const CONTINUATION_BYTES: usize = 16 << 10;
 const BINARY_SNIFF: usize = 8 << 10;
 /// Pause between looks at an empty queue.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
-/// How the indexer gives way to requests before each frame: it waits for
-/// 10 ms without one, for at most 150 ms. Clients that send request after
-/// request (a benchmark, a batch import, agents searching all the time) keep
-/// it waiting, and it then indexes one frame every 150 ms — so a small put
-/// is still searchable within ~250 ms under steady traffic (`bench/freshness.py`)
-/// — and catches up in the next lull; agents, whose requests come between
-/// model calls, barely delay it. Its frame reads, decoding and full-text
-/// writes would otherwise share the cores with the requests.
+/// How the indexer gives way to requests before each frame of an object over
+/// [`SMALL_OBJECT`]: it waits for 10 ms without one, for at most 150 ms.
+/// Clients that send request after request (a benchmark, a batch import)
+/// keep it waiting, and it then indexes one frame every 150 ms and catches
+/// up in the next lull; agents, whose requests come between model calls,
+/// barely delay it. Its frame reads, decoding and full-text writes would
+/// otherwise share the cores with the requests. (A put wakes it: small
+/// puts are searchable within ~250 ms under steady traffic, see
+/// `bench/freshness.py`.)
 const GIVE_WAY: GiveWay = GiveWay {
     quiet: Duration::from_millis(10),
     max_wait: Duration::from_millis(150),
 };
+/// Objects up to this size are indexed without giving way: their text costs
+/// a fraction of what their put cost, and an agent searches them next (a
+/// proxied exchange's offloads are this size).
+const SMALL_OBJECT: u64 = 256 << 10;
 /// Pause after a storage error before trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -158,7 +163,9 @@ async fn index_object(
     let mut text_bytes = 0;
     let mut starts_line = true;
     for idx in 0..frames {
-        foreground.give_way(GIVE_WAY).await;
+        if size > SMALL_OBJECT {
+            foreground.give_way(GIVE_WAY).await;
+        }
         let frame = match frame_text(&mut reader, idx, false).await {
             Ok(Some(frame)) => frame,
             Ok(None) => {

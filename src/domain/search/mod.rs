@@ -65,6 +65,12 @@ impl Search {
         }
     }
 
+    /// What wakes the indexer: give it to [`crate::domain::memories::Memories::with_new_objects`]
+    /// so that a put's object is indexed at once.
+    pub fn waker(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
+    }
+
     /// The requests in flight the indexer gives way to (the HTTP layer counts them).
     pub fn foreground(&self) -> &Arc<Foreground> {
         &self.foreground
