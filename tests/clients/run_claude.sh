@@ -13,6 +13,7 @@
 #                 default: save the stand-in's /_requests to $OUT.
 #   OUT           default ./claude-requests.json
 #   PROMPT        default "run seq 1 3000 and tell me line 1234"
+#                 (the stand-in runs STANDIN_COMMAND whatever the prompt says)
 #   MODEL         optional, e.g. claude-sonnet-4-6 (empty = Claude Code's default)
 #   CLAUDE_BIN    default /work/clients/node_modules/.bin/claude
 #   STANDIN       default upstream_clients.py beside this script
@@ -26,6 +27,9 @@ SETUP=${SETUP:-"python3 $STANDIN 8765 >/dev/null & sleep 1"}
 AFTER=${AFTER:-"curl -s http://127.0.0.1:8765/_requests > '$OUT'"}
 # A throwaway config dir: no login, no history from earlier runs.
 CFG=$(mktemp -d /tmp/claude-cfg.XXXX)
+# Bash output kept inline up to 128000 chars (Claude Code's default is 30000: bigger outputs
+# go to a file and only a 2 KB preview is sent, so they would never reach a proxy whole).
+echo '{"bashOutputMaxChars": 128000}' > "$CFG/settings.json"
 WORK=$(mktemp -d /tmp/claude-work.XXXX)   # the cwd Claude Code works in
 export CLAUDE_CONFIG_DIR=$CFG \
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 \

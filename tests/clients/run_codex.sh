@@ -33,7 +33,8 @@ WORK=$(mktemp -d -p "${RUN_TMP:-/var/tmp}" codex-work.XXXX)
 ARGS=(exec --skip-git-repo-check --color never
   -c approval_policy=\"never\" -c sandbox_mode=\"danger-full-access\"   # run the tool unasked, no sandbox
   -c check_for_update_on_startup=false -c otel.exporter=\"none\"        # no update check, no OTLP
-  -c analytics.enabled=false -c feedback.enabled=false)                 # no analytics / feedback upload
+  -c analytics.enabled=false -c feedback.enabled=false                  # no analytics / feedback upload
+  -c tool_output_token_limit=200000)                                    # keep big outputs whole in the history
 if [ "${PROVIDER:-custom}" = custom ]; then
   ARGS+=(-c model_provider=\"standin\"
     -c "model_providers.standin={name=\"standin\",base_url=\"$UPSTREAM_URL/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}")

@@ -16,15 +16,50 @@ real provider answers them.
 
 Run: python3 upstream.py  → prints the port on its first line.
 
-Copy for the real-client captures (tests/clients/): when the request offers a
-shell tool (Claude Code's `Bash`, Codex's `shell`/`shell_command`/`exec_command`/
-`local_shell`) and the conversation holds no result for it yet, the model calls
-it with `seq 1 3000`; once a result is there it answers final text.  Requests
-that offer no shell tool (titles, summaries) get plain text.  It also answers
-HEAD/GET on any path, refuses WebSocket upgrades (so clients fall back to
-HTTP+SSE), accepts chunked/gzip request bodies, and emits a `thinking` block
-(Anthropic, when thinking is on) or a `reasoning` item with encrypted_content
-(Responses) so the follow-up request shows how the client echoes them back.
+Copy for the real clients (tests/clients/: captures, suite.py). When the
+request offers a shell tool (Claude Code's `Bash`, Codex's `shell`/
+`shell_command`/`exec_command`/`local_shell`, Codex code mode's freeform
+`exec`, the framework drivers' `shell`) it plays an agent:
+- a user turn with no tool result yet: call the shell with STANDIN_COMMAND
+  (default: 3000 lines, ~63 KB, with ONE planted line `PLANTED-<n>-7f3a9c`
+  whose number only the output tells; Codex code mode gets JavaScript with an
+  `// @exec` pragma raising its 10,000-token output budget);
+- a tool result of this turn holds the planted line: answer it;
+- a result holds only a `mem://` pointer (Cairn offloaded the output): call
+  `memory_grep` {uri, pattern: "PLANTED"} on it when offered, else
+  `memory_fetch` {uri}, then answer from that result;
+- a follow-up turn (no tool result after the user's last message) whose
+  earlier assistant text holds the planted line: answer it again.
+Header `x-standin-preamble: 1` (or "preamble" in the model name): text
+before each tool call (Anthropic text block / Responses message / chat
+content), else none. Requests without a shell tool (titles, summaries)
+get plain text. Ids (message, tool call, reasoning) differ per answer.
+
+Provider rules, each a 400 in the provider's own error shape, logged on
+stderr and kept in the request's record (`status`, `error`): a tool result
+without its call; a tool call (tool_use / function_call / custom_tool_call /
+chat tool_calls) without its result; a Responses `reasoning` item not
+followed by an item; an Anthropic `thinking` block whose signature is not
+one this stand-in issued for that text.
+
+Prompt-cache emulation in `usage` (tokens = bytes / 4). Units in cache
+order: tools, then system blocks / instructions, then each content block
+(Anthropic) or message / input item (OpenAI), each json.dumps'ed without
+`cache_control`. Anthropic: a request reads the longest prefix an earlier
+request wrote (written at its `cache_control` breakpoints) and writes from
+there to its last breakpoint: `input_tokens` (uncached),
+`cache_read_input_tokens`, `cache_creation_input_tokens`. OpenAI (chat and
+Responses): cached = the longest common byte prefix with any earlier
+request of the same model, if >= 1024 tokens, rounded down to 128:
+`prompt_tokens_details.cached_tokens` / `input_tokens_details.cached_tokens`.
+POST /_reset forgets the requests, the cache and the issued signatures.
+Each record also has `t` (arrival, epoch s), `usage` and `answer`.
+
+It also answers HEAD/GET on any path, refuses WebSocket upgrades (so clients
+fall back to HTTP+SSE), accepts chunked/gzip request bodies, and emits a
+`thinking` block (Anthropic, when thinking is on) or a `reasoning` item with
+encrypted_content (Responses with `reasoning`) so the follow-up request
+shows how the client echoes them back.
 """
 
 import json
@@ -106,9 +141,9 @@ def broken_pairs(api, body):
                 return m.get("tool_call_id")
     elif api == "responses" and isinstance(body.get("input"), list):
         for item in body["input"]:
-            if item.get("type") == "function_call":
+            if item.get("type") in ("function_call", "custom_tool_call"):
                 calls.add(item["call_id"])
-            if item.get("type") == "function_call_output" and item["call_id"] not in calls:
+            if item.get("type") in ("function_call_output", "custom_tool_call_output") and item["call_id"] not in calls:
                 return item["call_id"]
     elif api == "messages":
         for m in body.get("messages", []):
@@ -139,9 +174,20 @@ def all_tools(body):
     return flat
 
 
+import hashlib
 import os
-COMMAND = os.environ.get("STANDIN_COMMAND", "seq 1 3000")  # what the scripted model runs
-CODE_MODE_JS = "const r = await tools.exec_command({cmd: %s});\ntext(r);\n" % json.dumps(COMMAND)
+
+# What the scripted model runs: 3000 lines (~63 KB) with ONE planted line that
+# only the output tells (the command holds "PLANTED-" and "-7f3a9c" apart, the
+# number comes from awk), so a model can only answer by reading the output.
+COMMAND = os.environ.get("STANDIN_COMMAND") or \
+    "seq -f 'row %04g filler-text' 1 3000 | awk 'NR==1234{$0=\"PLANTED-\" NR*3 \"-7f3a9c\"}1'"
+PLANTED = re.compile(os.environ.get("STANDIN_PLANTED") or r"PLANTED-\d+-7f3a9c")
+# Codex code mode: JavaScript calling tools.exec_command; print the raw output (not the JSON object).
+CODE_MODE_JS = ('// @exec: {"max_output_tokens": 100000}\n'
+                "const r = await tools.exec_command({cmd: %s, max_output_tokens: 100000});\n"
+                "text(typeof r === \"object\" && r !== null && \"output\" in r ? r.output : JSON.stringify(r));\n") % json.dumps(COMMAND)
+MEMORY_TOOLS = ("memory_fetch", "memory_grep", "memory_search")
 
 
 def shell_tool(body):
@@ -173,42 +219,130 @@ def shell_args(name, schema, command=None):
     else:
         args["command"] = command
     if "description" in props:
-        args["description"] = "Print the numbers 1 to 3000"
+        args["description"] = "Print the stand-in's 3000 lines"
+    if "max_output_tokens" in props:
+        args["max_output_tokens"] = 100000
     if "workdir" in props and "workdir" in (schema.get("required") or []):
         args["workdir"] = "."
     return args
 
 
-def has_tool_result(api, body):
+def part_text(value):
+    """The text of a tool result / message content in any shape."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(part_text(v) for v in value)
+    if isinstance(value, dict):
+        if "text" in value and isinstance(value["text"], str):
+            return value["text"]
+        if "content" in value:
+            return part_text(value["content"])
+        if "output" in value:
+            return part_text(value["output"])
+    return ""
+
+
+def conversation(api, body):
+    """The conversation as a flat list: ("user", text), ("assistant", text),
+    ("call", id, name, args) and ("result", id, text), in order. "user" is a
+    user's own message (not one that only carries tool results)."""
+    out = []
     if api == "responses":
-        items = body.get("input") if isinstance(body.get("input"), list) else []
-        return any(i.get("type", "").endswith("_call_output") for i in items)
+        items = body.get("input")
+        if isinstance(items, str):
+            return [("user", items)]
+        for it in items or []:
+            t = it.get("type", "message")
+            if t == "message":
+                if it.get("role") == "user":
+                    out.append(("user", part_text(it.get("content"))))
+                elif it.get("role") == "assistant":
+                    out.append(("assistant", part_text(it.get("content"))))
+            elif t in ("function_call", "custom_tool_call", "local_shell_call"):
+                out.append(("call", it.get("call_id"), it.get("name"), it.get("arguments") or it.get("input")))
+            elif t.endswith("_call_output"):
+                out.append(("result", it.get("call_id"), part_text(it.get("output"))))
+        return out
     for m in body.get("messages", []):
-        for b in m["content"] if isinstance(m.get("content"), list) else []:
-            if isinstance(b, dict) and b.get("type") == "tool_result":
-                return True
-    return False
+        role, content = m.get("role"), m.get("content")
+        if api == "chat":
+            if role == "user":
+                out.append(("user", part_text(content)))
+            elif role == "assistant":
+                out.append(("assistant", part_text(content)))
+                for c in m.get("tool_calls") or []:
+                    out.append(("call", c.get("id"), c["function"]["name"], c["function"].get("arguments")))
+            elif role == "tool":
+                out.append(("result", m.get("tool_call_id"), part_text(content)))
+            continue
+        if role not in ("user", "assistant"):
+            continue
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        if role == "user" and not any(b.get("type") == "tool_result" for b in blocks):
+            out.append(("user", part_text(blocks)))
+            continue
+        for b in blocks:
+            if b.get("type") == "text":
+                out.append((role, b.get("text", "")))
+            elif b.get("type") == "tool_use":
+                out.append(("call", b.get("id"), b.get("name"), b.get("input")))
+            elif b.get("type") == "tool_result":
+                out.append(("result", b.get("tool_use_id"), part_text(b.get("content"))))
+    return out
 
 
-def decide(api, body, scenario):
+def preamble_on(headers, body):
+    return headers.get("x-standin-preamble", "") not in ("", "0") or "preamble" in str(body.get("model", ""))
+
+
+def decide_agent(api, body, preamble):
+    """The scripted agent: run the shell, read the planted line from its result;
+    when the result is only a Cairn pointer, memory_grep (else memory_fetch) it;
+    a follow-up turn answers from what was said before."""
+    n = len(REQUESTS)
+    evs = conversation(api, body)
+    last_user = max((i for i, e in enumerate(evs) if e[0] == "user"), default=-1)
+    turn, before = evs[last_user + 1:], evs[:last_user + 1] if last_user >= 0 else []
+    names = {e[1]: e[2] for e in evs if e[0] == "call"}
+    results = [(names.get(e[1]), e[2]) for e in turn if e[0] == "result"]
+    for _, text in results:
+        m = PLANTED.search(text)
+        if m:
+            return f"The planted line is: {m.group(0)} (stand-in request {n})", []
+    said = None
+    for e in before:
+        if e[0] == "assistant" and PLANTED.search(e[1]):
+            said = PLANTED.search(e[1]).group(0)
+    if not results:
+        if said and len(evs) > 1:
+            return f"Follow-up: the planted line was {said} (stand-in request {n})", []
+        shell = shell_tool(body)
+        return ("I'll run the command and look for the planted line." if preamble else None), \
+            [(shell[0], shell_args(shell[0], shell[1]))]
+    called = {name for name, _ in results}
+    pointer = None
+    for _, text in results:
+        m = POINTER.search(text)
+        if m:
+            pointer = m.group(1)
+    lead = "The output was stored; let me search it." if preamble else None
+    if pointer and offered(api, body, "memory_grep") and "memory_grep" not in called:
+        return lead, [("memory_grep", {"uri": f"mem://{pointer}", "pattern": "PLANTED"})]
+    if pointer and offered(api, body, "memory_fetch") and "memory_fetch" not in called:
+        return lead, [("memory_fetch", {"uri": f"mem://{pointer}"})]
+    return f"I could not find the planted line (stand-in request {n})", []
+
+
+def decide(api, body, scenario, headers):
     """(text, calls): what the scripted model says."""
     n = len(REQUESTS)
-    shell = shell_tool(body)
-    if shell and not scenario:
-        if not has_tool_result(api, body):
-            return None, [(shell[0], shell_args(shell[0], shell[1]))]
-        fetched = fetch_result(api, body)
-        if fetched is not None:
-            return f"Line 1234 is 1234. FETCHED:\n{fetched}\n(stand-in request {n})", []
-        if offered(api, body, "memory_fetch"):
-            convo = body.get("messages") if api != "responses" else body.get("input")
-            for t in texts(convo):
-                m = POINTER.search(t)
-                if m:
-                    return None, [("memory_fetch", {"uri": f"mem://{m.group(1)}#L3-7"})]
-        return f"Line 1234 is 1234. (stand-in request {n})", []
-    if api in ("messages", "responses") and not all_tools(body) and not scenario:
-        return f"Stand-in text (request {n})", []
+    if shell_tool(body) and not scenario:
+        return decide_agent(api, body, preamble_on(headers, body))
+    if not all_tools(body) and not scenario:
+        return f"Stand-in text (request {n})", []   # titles, summaries
     fetched = fetch_result(api, body)
     if scenario == "mixed":
         if fetched is None:
@@ -226,30 +360,162 @@ def decide(api, body, scenario):
     return f"no pointer (request {n})", []
 
 
-USAGE = {
-    "chat": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105,
-             "prompt_tokens_details": {"cached_tokens": 64}},
-    "responses": {"input_tokens": 100, "output_tokens": 5, "total_tokens": 105,
-                  "input_tokens_details": {"cached_tokens": 32}, "output_tokens_details": {"reasoning_tokens": 0}},
-    "messages": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 50,
-                 "cache_creation_input_tokens": 20},
-}
+# ---- provider rules (400s in the provider's own error shape) ----
+
+ISSUED = set()   # thinking signatures this stand-in gave out
+
+
+def signature(thinking):
+    sig = "sig-" + hashlib.sha256(thinking.encode()).hexdigest()[:24]
+    with LOCK:
+        ISSUED.add(sig)
+    return sig
+
+
+def broken_reasoning(api, body):
+    """A Responses `reasoning` item not followed by the item that followed it
+    (the real API: "Item 'rs_…' of type 'reasoning' was provided without its
+    required following item."), or an Anthropic thinking block whose
+    signature is not one this stand-in gave for that text."""
+    if api == "responses" and isinstance(body.get("input"), list):
+        items = body["input"]
+        for k, item in enumerate(items):
+            if item.get("type") != "reasoning":
+                continue
+            following = items[k + 1] if k + 1 < len(items) else None
+            if following is None or following.get("type") == "reasoning":
+                return f"Item '{item.get('id')}' of type 'reasoning' was provided without its required following item."
+    if api == "messages":
+        for i, m in enumerate(body.get("messages", [])):
+            for k, b in enumerate(m["content"] if isinstance(m.get("content"), list) else []):
+                if b.get("type") == "thinking":
+                    given = b.get("signature") or ""
+                    if given not in ISSUED or given != "sig-" + hashlib.sha256(b.get("thinking", "").encode()).hexdigest()[:24]:
+                        return f"messages.{i}.content.{k}: Invalid `signature` in `thinking` block"
+    return None
+
+
+def unanswered_call(api, body):
+    """A tool call in the history without its result."""
+    evs = conversation(api, body)
+    answered = {e[1] for e in evs if e[0] == "result"}
+    for e in evs:
+        if e[0] == "call" and e[1] not in answered:
+            if api == "messages":
+                return f"messages: `tool_use` ids were found without `tool_result` blocks immediately after: {e[1]}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+            if api == "chat":
+                return f"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {e[1]}"
+            return f"No tool output found for function call {e[1]}."
+    return None
+
+
+# ---- prompt-cache emulation ----
+
+CACHE = {"anthropic": set(), "openai": {}}   # written prefix hashes / model -> earlier prompts
+
+
+def tokens(n_bytes):
+    return n_bytes // 4
+
+
+def strip_cache_control(value):
+    if isinstance(value, dict):
+        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [strip_cache_control(v) for v in value]
+    return value
+
+
+def prompt_units(api, body):
+    """The prompt as units in cache order: (serialized unit, has cache_control)."""
+    units = []
+    def add(value):
+        units.append((json.dumps(strip_cache_control(value)), isinstance(value, dict) and "cache_control" in value))
+    for t in body.get("tools") or []:
+        add(t)
+    if api == "messages":
+        system = body.get("system")
+        for b in system if isinstance(system, list) else ([{"type": "text", "text": system}] if system else []):
+            add(b)
+        for m in body.get("messages", []):
+            content = m.get("content")
+            for b in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+                add(dict(b, _role=m.get("role")) if isinstance(b, dict) else b)
+    elif api == "chat":
+        for m in body.get("messages", []):
+            add(m)
+    else:
+        if body.get("instructions"):
+            add(body["instructions"])
+        items = body.get("input")
+        for it in items if isinstance(items, list) else [items]:
+            add(it)
+    return units
+
+
+def cache_usage(api, body):
+    """(input_tokens total, cache read, cache write) for this request."""
+    units = prompt_units(api, body)
+    total = tokens(sum(len(u) for u, _ in units))
+    if api == "messages":
+        h, acc, prefixes = hashlib.sha256(), 0, []
+        for u, bp in units:
+            h.update(u.encode()); acc += len(u)
+            prefixes.append((h.hexdigest(), tokens(acc), bp))
+        with LOCK:
+            written = CACHE["anthropic"]
+            read = max((t for d, t, _ in prefixes if d in written), default=0)
+            bps = [(d, t) for d, t, bp in prefixes if bp]
+            last_bp = bps[-1][1] if bps else 0
+            write = max(0, last_bp - read)
+            for d, _ in bps:
+                written.add(d)
+        return total, read, write
+    joined = "".join(u for u, _ in units)
+    model = body.get("model", "")
+    with LOCK:
+        earlier = CACHE["openai"].setdefault(model, [])
+        common = max((len(os.path.commonprefix([joined, e])) for e in earlier), default=0)
+        earlier.append(joined)
+    cached = tokens(common)
+    cached = cached // 128 * 128 if cached >= 1024 else 0
+    return total, min(cached, total), 0
+
+
+CTX = threading.local()
+
+
+def rid():
+    """This request's number: ids differ between answers, as a real provider's do."""
+    return getattr(CTX, "n", 0)
+
+
+def usage_of(api):
+    total, read, write = getattr(CTX, "cache", (100, 0, 0))
+    if api == "messages":
+        return {"input_tokens": total - read - write, "output_tokens": 5, "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": write}
+    if api == "chat":
+        return {"prompt_tokens": total, "completion_tokens": 5, "total_tokens": total + 5,
+                "prompt_tokens_details": {"cached_tokens": read}}
+    return {"input_tokens": total, "output_tokens": 5, "total_tokens": total + 5,
+            "input_tokens_details": {"cached_tokens": read}, "output_tokens_details": {"reasoning_tokens": 0}}
 
 
 def chat_json(text, calls, model):
     message = {"role": "assistant", "content": text, "refusal": None}
     if calls:
-        message["tool_calls"] = [{"id": f"call_{i}_{name}", "type": "function",
+        message["tool_calls"] = [{"id": f"call_{rid()}_{i}_{name}", "type": "function",
                                   "function": {"name": name, "arguments": json.dumps(args)}}
                                  for i, (name, args) in enumerate(calls)]
-    return {"id": "chatcmpl-standin", "object": "chat.completion", "created": 1, "model": model,
+    return {"id": f"chatcmpl-standin-{rid()}", "object": "chat.completion", "created": 1, "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": USAGE["chat"]}
+            "usage": usage_of("chat")}
 
 
 def chat_events(text, calls, model, include_usage):
-    base = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": 1, "model": model}
+    base = {"id": f"chatcmpl-standin-{rid()}", "object": "chat.completion.chunk", "created": 1, "model": model}
     yield None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
     if text:
         for piece in split(text):
@@ -257,39 +523,41 @@ def chat_events(text, calls, model, include_usage):
     for i, (name, args) in enumerate(calls):
         arguments = json.dumps(args)
         yield None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": i, "id": f"call_{i}_{name}", "type": "function", "function": {"name": name, "arguments": ""}}]},
+            {"index": i, "id": f"call_{rid()}_{i}_{name}", "type": "function", "function": {"name": name, "arguments": ""}}]},
             "finish_reason": None}]}
         for piece in split(arguments):
             yield None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
                 {"index": i, "function": {"arguments": piece}}]}, "finish_reason": None}]}
     yield None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if calls else "stop"}]}
     if include_usage:
-        yield None, {**base, "choices": [], "usage": USAGE["chat"]}
+        yield None, {**base, "choices": [], "usage": usage_of("chat")}
     yield None, "[DONE]"
 
 
 def messages_json(text, calls, model, thinking=False):
     content = []
     if thinking:
-        content.append({"type": "thinking", "thinking": "The user wants line 1234.", "signature": "c3RhbmQtaW4tc2lnbmF0dXJl"})
+        thought = f"Request {len(REQUESTS)}: deciding the next step."
+        content.append({"type": "thinking", "thinking": thought, "signature": signature(thought)})
     if text:
         content.append({"type": "text", "text": text})
     for i, (name, args) in enumerate(calls):
-        content.append({"type": "tool_use", "id": f"toolu_{i}_{name}", "name": name, "input": args})
-    return {"id": "msg_standin", "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None, "usage": USAGE["messages"]}
+        content.append({"type": "tool_use", "id": f"toolu_{rid()}_{i}_{name}", "name": name, "input": args})
+    return {"id": f"msg_standin_{rid()}", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None, "usage": usage_of("messages")}
 
 
 def messages_events(text, calls, model, thinking=False):
-    start_usage = dict(USAGE["messages"], output_tokens=1)
+    start_usage = dict(usage_of("messages"), output_tokens=1)
     yield "message_start", {"type": "message_start", "message": {
-        "id": "msg_standin", "type": "message", "role": "assistant", "model": model, "content": [],
+        "id": f"msg_standin_{rid()}", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": start_usage}}
     index = 0
     if thinking:
+        thought = f"Request {len(REQUESTS)}: deciding the next step."
         yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}
-        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": "The user wants line 1234."}}
-        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": "c3RhbmQtaW4tc2lnbmF0dXJl"}}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": thought}}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature(thought)}}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     if text:
@@ -301,38 +569,38 @@ def messages_events(text, calls, model, thinking=False):
         index += 1
     for i, (name, args) in enumerate(calls):
         yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": {
-            "type": "tool_use", "id": f"toolu_{i}_{name}", "name": name, "input": {}}}
+            "type": "tool_use", "id": f"toolu_{rid()}_{i}_{name}", "name": name, "input": {}}}
         for piece in split(json.dumps(args)):
             yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None},
-                            "usage": {"output_tokens": USAGE["messages"]["output_tokens"]}}
+                            "usage": {"output_tokens": 5}}
     yield "message_stop", {"type": "message_stop"}
 
 
 def responses_output(text, calls, reasoning=False):
     output = []
     if reasoning:
-        output.append({"type": "reasoning", "id": "rs_standin", "summary": [{"type": "summary_text", "text": "**Planning** stand-in"}],
+        output.append({"type": "reasoning", "id": f"rs_{len(REQUESTS)}", "summary": [{"type": "summary_text", "text": "**Planning** stand-in"}],
                        "encrypted_content": "gAAAAstand-in-encrypted-reasoning"})
     if text:
-        output.append({"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+        output.append({"type": "message", "id": f"msg_{rid()}", "status": "completed", "role": "assistant",
                        "content": [{"type": "output_text", "text": text, "annotations": []}]})
     for i, (name, args) in enumerate(calls):
         if isinstance(args, str):  # freeform (custom) tool: raw text input
-            output.append({"type": "custom_tool_call", "id": f"ctc_{i}", "call_id": f"call_{i}_{name}", "name": name,
+            output.append({"type": "custom_tool_call", "id": f"ctc_{rid()}_{i}", "call_id": f"call_{rid()}_{i}_{name}", "name": name,
                            "input": args, "status": "completed"})
             continue
-        output.append({"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}_{name}", "name": name,
+        output.append({"type": "function_call", "id": f"fc_{rid()}_{i}", "call_id": f"call_{rid()}_{i}_{name}", "name": name,
                        "arguments": json.dumps(args), "status": "completed"})
     return output
 
 
 def responses_json(text, calls, model, reasoning=False):
-    return {"id": "resp_standin", "object": "response", "created_at": 1, "status": "completed", "model": model,
+    return {"id": f"resp_{rid()}", "object": "response", "created_at": 1, "status": "completed", "model": model,
             "output": responses_output(text, calls, reasoning), "parallel_tool_calls": True, "tool_choice": "auto",
-            "tools": [], "usage": USAGE["responses"], "error": None, "incomplete_details": None,
+            "tools": [], "usage": usage_of("responses"), "error": None, "incomplete_details": None,
             "instructions": None, "metadata": {}, "temperature": 1.0, "top_p": 1.0, "text": {"format": {"type": "text"}}}
 
 
@@ -444,20 +712,34 @@ class Handler(BaseHTTPRequestHandler):
         return raw
 
     def record(self, body):
+        rec = {"method": self.command, "path": self.path, "t": time.time(),
+               "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
         with LOCK:
-            REQUESTS.append({"method": self.command, "path": self.path,
-                             "headers": {k.lower(): v for k, v in self.headers.items()},
-                             "body": body})
+            REQUESTS.append(rec)
+        self.rec = rec
+        return rec
+
+    def refuse(self, anthropic, message, param=None):
+        """A 400 in the provider's shape, logged on stderr and in the record."""
+        print(f"stand-in 400: {self.path}: {message}", file=sys.stderr, flush=True)
+        self.rec.update(status=400, error=message)
+        if anthropic:
+            self.send_json(400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+        else:
+            self.send_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": None}})
 
     def do_POST(self):
         raw = self.read_body()
         if self.path == "/_reset":
             with LOCK:
                 REQUESTS.clear()
+                ISSUED.clear()
+                CACHE["anthropic"].clear()
+                CACHE["openai"].clear()
             self.send_json(200, {})
             return
         body = json.loads(raw) if raw else {}
-        self.record(raw.decode())
+        rec = self.record(raw.decode())
         path = self.path.split("?")[0]
         api = {"/v1/chat/completions": "chat", "/v1/responses": "responses",
                "/v1/messages": "messages", "/v1/messages/count_tokens": "count"}.get(path)
@@ -465,26 +747,30 @@ class Handler(BaseHTTPRequestHandler):
         anthropic = api in ("messages", "count")
         if scenario == "error_400" or scenario == "error_500":
             status = int(scenario[-3:])
+            rec["status"] = status
             if anthropic:
                 self.send_json(status, {"type": "error", "error": {"type": "invalid_request_error", "message": f"stand-in says {status}"}})
             else:
                 self.send_json(status, {"error": {"message": f"stand-in says {status}", "type": "invalid_request_error", "param": None, "code": "standin"}})
             return
         if api == "count":
+            rec["status"] = 200
             self.send_json(200, {"input_tokens": len(raw) // 4})
             return
         if api is None:
+            rec["status"] = 404
             self.send_json(404, {"error": {"message": "no such path", "type": "invalid_request_error"}})
             return
         orphan = broken_pairs(api, body)
         if orphan:
-            message = f"tool result {orphan} has no matching tool call"
-            if anthropic:
-                self.send_json(400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
-            else:
-                self.send_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}})
-            return
-        text, calls = decide(api, body, scenario)
+            return self.refuse(anthropic, f"tool result {orphan} has no matching tool call")
+        refused = broken_reasoning(api, body) or unanswered_call(api, body)
+        if refused:
+            return self.refuse(anthropic, refused, "input" if api == "responses" else None)
+        CTX.cache = cache_usage(api, body)
+        CTX.n = len(REQUESTS)
+        text, calls = decide(api, body, scenario, {k.lower(): v for k, v in self.headers.items()})
+        rec.update(status=200, usage=usage_of(api), answer={"text": text, "calls": [c[0] for c in calls]})
         model = body.get("model", "model")
         thinking = api == "messages" and (body.get("thinking") or {}).get("type") in ("enabled", "adaptive") and bool(body.get("tools"))
         reasoning = api == "responses" and bool(body.get("reasoning")) and bool(all_tools(body))
@@ -497,17 +783,17 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_json(200, chat_json(text, calls, model))
             return
         if api == "chat":
-            events = chat_events(text, calls, model, (body.get("stream_options") or {}).get("include_usage"))
+            stream = chat_events(text, calls, model, (body.get("stream_options") or {}).get("include_usage"))
         elif api == "messages":
-            events = messages_events(text, calls, model, thinking)
+            stream = messages_events(text, calls, model, thinking)
         else:
-            events = responses_events(text, calls, model, reasoning)
+            stream = responses_events(text, calls, model, reasoning)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("x-request-id", "req_standin_123")
         self.send_header("connection", "close")
         self.end_headers()
-        for i, (name, data) in enumerate(events):
+        for i, (name, data) in enumerate(stream):
             if scenario == "cut" and i == 2:
                 self.wfile.flush()
                 self.close_connection = True

@@ -8,7 +8,7 @@ NAME=$1; CLIENT=$2; USE_TAP=${3:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
 CAIRN=$(realpath "${CAIRN:?set CAIRN to a cairn binary}")
 D=${RUNS:-/tmp/cairn-clients}/$NAME; rm -rf $D; mkdir -p $D
-export STANDIN_COMMAND="seq 1 2500"
+# STANDIN_COMMAND: what the scripted model runs (default: 3000 lines with one planted line)
 PORT=8077; [ "$USE_TAP" = 1 ] && PORT=8078
 export OUT=$D/upstream.json
 export SETUP="python3 $HERE/../upstream_clients.py 8765 >$D/standin.log 2>&1 &
