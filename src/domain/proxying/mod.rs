@@ -8,6 +8,7 @@ pub mod rewrite;
 pub mod spliced;
 pub mod tiers;
 pub mod usage;
+pub mod wire;
 
 /// A provider whose API Cairn speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

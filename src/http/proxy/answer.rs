@@ -11,10 +11,10 @@ use axum::response::Response;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::hidden::{self, Shown};
-use super::{Exchange, tools, upstream};
+use super::{Exchange, upstream};
 use crate::domain::proxying::spliced::Spliced;
-use crate::domain::proxying::{Endpoint, usage};
+use crate::domain::proxying::usage;
+use crate::domain::proxying::wire::{self, Shown};
 use crate::http::error::AppError;
 
 /// Runs the exchange to its final answer.
@@ -23,7 +23,8 @@ pub async fn run(x: &Exchange, mut body: Spliced) -> Result<Response, AppError> 
     let mut total_usage: Option<Value> = None;
     let mut first_cache_write = 0;
     let mut rounds = 0;
-    let mut shown = Shown::default();
+    let wire = wire::of(x.endpoint);
+    let mut shown = Shown::new(x.endpoint);
     loop {
         let asked = Instant::now();
         let (status, mut headers, content) = ask(x, body.bytes().to_vec()).await?;
@@ -56,12 +57,10 @@ pub async fn run(x: &Exchange, mut body: Spliced) -> Result<Response, AppError> 
             parsed
                 .edit(|answer| {
                     if strip {
-                        tools::strip(x.endpoint, answer, &x.ours);
+                        wire.strip_calls(answer, &x.ours);
                     }
-                    std::mem::take(&mut shown).prepend_to(x.endpoint, answer);
-                    if x.endpoint == Endpoint::Responses {
-                        hidden::strip_tool_echo(answer, &x.ours);
-                    }
+                    std::mem::replace(&mut shown, Shown::new(x.endpoint)).prepend_to(answer);
+                    wire.strip_tool_echo(answer, &x.ours);
                     if rounds > 0
                         && let Some(total) = total_usage.filter(|u| !u.is_null())
                     {
@@ -76,10 +75,10 @@ pub async fn run(x: &Exchange, mut body: Spliced) -> Result<Response, AppError> 
             let content = parsed.bytes().to_vec();
             return Ok(respond(status, headers, Body::from(content)));
         }
-        shown.keep(x.endpoint, answer);
+        shown.keep(answer);
         let results = x.answer_calls(ours).await;
         let answer = parsed.value();
-        body.edit(|body| tools::continue_with(x.endpoint, body, answer, &results))
+        body.edit(|body| wire.continue_with(body, answer, &results))
             .map_err(AppError::internal_error)?;
         rounds += 1;
     }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::domain::proxying::rewrite::{Report, RewriteSettings, Rewriter};
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::tiers::ConversationTiers;
-use crate::domain::proxying::{Endpoint, Provider};
+use crate::domain::proxying::{Endpoint, Provider, wire};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
@@ -33,7 +33,6 @@ const SESSION_HEADERS: [&str; 3] = ["x-cairn-thread", "x-claude-code-session-id"
 mod answer;
 mod auth;
 mod endpoint;
-mod hidden;
 mod rounds;
 mod sse;
 mod stream;
@@ -285,7 +284,7 @@ async fn prepare(
     let report = rewriter
         .rewrite(&caller.namespace, endpoint, &mut value, thread, session)
         .await?;
-    let ours = if tools::wanted(&value) {
+    let ours = if wire::wants_tools(&value) {
         tools::add(endpoint, &mut value)
     } else {
         Vec::new()

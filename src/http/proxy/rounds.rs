@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::{Exchange, tools, upstream};
 use crate::domain::proxying::usage::{self, Round, Usage};
+use crate::domain::proxying::wire;
 use crate::http::error::AppError;
 
 impl Exchange {
@@ -45,7 +46,8 @@ impl Exchange {
 
     /// The answer's calls to Cairn's own tools.
     pub(super) fn our_calls(&self, answer: &Value) -> Vec<tools::ToolCall> {
-        tools::calls(self.endpoint, answer)
+        wire::of(self.endpoint)
+            .calls(answer)
             .into_iter()
             .filter(|c| self.ours.contains(&c.name.as_str()))
             .collect()

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::super::hidden::ROUND_SEPARATOR;
 use super::super::sse::Event;
 use super::filter::{Filter, rewritten};
+use crate::domain::proxying::wire::ROUND_SEPARATOR;
 
 impl Filter {
     pub(super) fn chat(&mut self, event: Event, data: Value) -> Vec<Event> {

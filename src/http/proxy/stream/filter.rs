@@ -3,15 +3,15 @@
 
 use serde_json::{Value, json};
 
-use super::super::hidden;
 use super::super::sse::Event;
 use crate::domain::proxying::Endpoint;
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::usage;
+use crate::domain::proxying::wire;
 
 /// One round's answer, rebuilt from its events in the non-streaming shape.
 pub(super) struct RoundAnswer {
-    /// The answer as `tools::calls` and `tools::continue_with` read it.
+    /// The answer as the endpoint's `WireApi` reads it (`calls`, `continue_with`).
     pub message: Value,
     /// The round's usage object.
     pub usage: Value,
@@ -50,7 +50,7 @@ pub(super) struct Filter {
     /// The event that ends the round (held until Cairn knows it is the last).
     pub(super) closing: Option<(Event, Value)>,
     /// Responses: the held events are a reasoning item's, shown unless a
-    /// call follows it (see `hidden`).
+    /// call follows it (see `wire::Shown`).
     pub(super) tentative: bool,
     /// Chat: text was sent in an earlier round (the next round's text is
     /// set apart by a blank line), and whether this round's was.
@@ -291,7 +291,7 @@ impl Filter {
                             .any(|t| self.ours.iter().any(|o| t["name"] == *o))
                     })
                 {
-                    hidden::strip_tool_echo(response, &self.ours);
+                    wire::of(Endpoint::Responses).strip_tool_echo(response, &self.ours);
                     changed = true;
                 }
                 if data["type"] == "response.output_item.done" {

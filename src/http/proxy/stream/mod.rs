@@ -21,9 +21,9 @@ use tokio::sync::mpsc;
 use self::filter::{Filter, RoundAnswer};
 use super::answer::respond;
 use super::sse::Parser;
-use super::{Exchange, tools, upstream};
-use crate::domain::proxying::Endpoint;
+use super::{Exchange, upstream};
 use crate::domain::proxying::spliced::Spliced;
+use crate::domain::proxying::{Endpoint, wire};
 use crate::http::error::AppError;
 
 /// Largest single event Cairn holds while it waits for the event's end.
@@ -126,7 +126,7 @@ impl Rounds {
             let results = self.x.answer_calls(ours).await;
             let endpoint = self.x.endpoint;
             let next = self.body.edit(|body| {
-                tools::continue_with(endpoint, body, &answer.message, &results);
+                wire::of(endpoint).continue_with(body, &answer.message, &results);
             });
             if next.is_err() {
                 return self.cut("cannot write the next round").await;

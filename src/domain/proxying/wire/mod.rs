@@ -1,0 +1,269 @@
+//! What each provider API looks like on the wire, one file per API
+//! (`chat.rs`, `responses.rs`, `messages.rs`) behind [`WireApi`]: how a tool
+//! is defined, where an answer's tool calls are, how a conversation goes on
+//! with their results, what of a hidden round the client is shown, and what
+//! of Cairn's tools is taken out of a final answer. The exchange (in
+//! `http::proxy`) asks the endpoint's [`WireApi`] and never matches on the
+//! API itself for these.
+
+use serde_json::Value;
+
+use super::Endpoint;
+
+mod chat;
+mod messages;
+mod responses;
+
+/// The separator between the texts of two rounds in one chat message.
+pub const ROUND_SEPARATOR: &str = "\n\n";
+
+/// Said in a final answer whose only calls were Cairn's, once the round limit
+/// stopped Cairn from answering them.
+const ROUND_LIMIT_NOTE: &str = "(cairn: stopped resolving memory tool calls after the round limit)";
+
+/// A tool call found in an answer.
+#[derive(Clone, Debug)]
+pub struct ToolCall {
+    /// The call's id (`tool_call_id`, `call_id`, `tool_use_id`).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments as JSON.
+    pub arguments: Value,
+}
+
+/// What running one of Cairn's calls gave.
+#[derive(Clone, Debug)]
+pub struct ToolResult {
+    /// The call.
+    pub call: ToolCall,
+    /// The answer as JSON text (the slice or search view, or the error body).
+    pub content: String,
+    /// True when the call failed (the content is the error).
+    pub is_error: bool,
+}
+
+/// One provider API's format, for the parts of an exchange that depend on it.
+pub trait WireApi: Sync {
+    /// A function tool `name` with `description` and the JSON Schema `parameters`.
+    fn tool(&self, name: &str, description: &str, parameters: &Value) -> Value;
+
+    /// Every tool call of an answer (the first choice, for chat completions).
+    fn calls(&self, answer: &Value) -> Vec<ToolCall>;
+
+    /// Appends the model's turn (with only the calls `results` answer: the
+    /// client's calls are asked again once Cairn's are answered) and the
+    /// results to `body`, so the next round continues the same conversation.
+    fn continue_with(&self, body: &mut Value, answer: &Value, results: &[ToolResult]);
+
+    /// Removes calls to `ours` from a final answer (rounds exhausted), so the
+    /// client never sees a call to a tool it does not know; a turn left
+    /// empty says why.
+    fn strip_calls(&self, answer: &mut Value, ours: &[&str]);
+
+    /// What a hidden round's answer shows the client: everything before its
+    /// first tool call (chat texts, Messages blocks, Responses items), pushed
+    /// onto `shown`.
+    fn keep_shown(&self, answer: &Value, shown: &mut Vec<Value>);
+
+    /// Puts what the hidden rounds showed in front of the final answer.
+    fn prepend_shown(&self, shown: Vec<Value>, answer: &mut Value);
+
+    /// Removes Cairn's tools from an answer's echo of the request's tools
+    /// (only the Responses API echoes them).
+    fn strip_tool_echo(&self, _answer: &mut Value, _ours: &[&str]) {}
+}
+
+/// The format of `endpoint`.
+pub fn of(endpoint: Endpoint) -> &'static dyn WireApi {
+    match endpoint {
+        Endpoint::Chat => &chat::Chat,
+        Endpoint::Responses => &responses::Responses,
+        Endpoint::Messages => &messages::Messages,
+    }
+}
+
+/// What the client sees of the rounds Cairn resolved itself, the same in a
+/// JSON answer as in a stream: everything a hidden round said before its
+/// first tool call (text, thinking, reasoning items), except an OpenAI
+/// reasoning item that stood right before that call — the provider accepts
+/// a reasoning item back only with the item that followed it, and that item
+/// was a call the client never sees. Chat completions join the rounds'
+/// texts with [`ROUND_SEPARATOR`].
+pub struct Shown {
+    wire: &'static dyn WireApi,
+    kept: Vec<Value>,
+}
+
+impl Shown {
+    /// Nothing shown yet, for an exchange on `endpoint`.
+    pub fn new(endpoint: Endpoint) -> Self {
+        Self {
+            wire: of(endpoint),
+            kept: Vec::new(),
+        }
+    }
+
+    /// Keeps what a hidden round's answer shows the client.
+    pub fn keep(&mut self, answer: &Value) {
+        self.wire.keep_shown(answer, &mut self.kept);
+    }
+
+    /// Puts what the hidden rounds showed in front of the final answer.
+    pub fn prepend_to(self, answer: &mut Value) {
+        if !self.kept.is_empty() {
+            self.wire.prepend_shown(self.kept, answer);
+        }
+    }
+}
+
+/// True when the conversation may need Cairn's tools: it is an agent's (it
+/// defines tools of its own: `tools`, or Codex's `additional_tools` input
+/// item), or it carries a pointer. An agent gets them
+/// from its first request on, after its own tools, so they never move
+/// bytes a provider has cached on a later turn.
+pub fn wants_tools(body: &Value) -> bool {
+    let defines_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty())
+        || body["input"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|i| i["type"] == "additional_tools"));
+    defines_tools || has_pointer(body)
+}
+
+/// True when the request's texts hold a pointer marker Cairn wrote (or a
+/// client carried over).
+fn has_pointer(value: &Value) -> bool {
+    fn find(value: &Value, marker: &mut bool, uri: &mut bool) {
+        match value {
+            Value::String(s) => {
+                *marker |= s.contains("[cairn: ");
+                *uri |= s.contains("mem://");
+            }
+            Value::Array(items) => items.iter().for_each(|v| find(v, marker, uri)),
+            Value::Object(map) => map.values().for_each(|v| find(v, marker, uri)),
+            _ => {}
+        }
+    }
+    let (mut marker, mut uri) = (false, false);
+    find(value, &mut marker, &mut uri);
+    marker && uri
+}
+
+/// The string of `v`, or "".
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or("").to_owned()
+}
+
+/// Arguments sent as a JSON string, parsed (kept as the string if they are not JSON).
+fn parsed_arguments(arguments: &Value) -> Value {
+    match arguments {
+        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+        other => other.clone(),
+    }
+}
+
+/// Appends `items` to the array at `key` of `body`.
+fn append(body: &mut Value, key: &str, items: Vec<Value>) {
+    if let Some(Value::Array(list)) = body.get_mut(key) {
+        list.extend(items);
+    }
+}
+
+/// Puts `shown` in front of the array at `key` of `answer`.
+fn prepend(answer: &mut Value, key: &str, mut shown: Vec<Value>) {
+    if let Some(Value::Array(list)) = answer.get_mut(key) {
+        shown.append(list);
+        *list = shown;
+    }
+}
+
+/// True when `name` is one of `ours`.
+fn is_ours(name: &Value, ours: &[&str]) -> bool {
+    ours.iter().any(|o| name == o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_reasoning_item_before_a_hidden_call_is_not_shown() {
+        let round = json!({"output": [
+            {"type": "reasoning", "id": "rs_1"},
+            {"type": "function_call", "name": "memory_fetch", "call_id": "c1"}]});
+        let with_preamble = json!({"output": [
+            {"type": "reasoning", "id": "rs_2"},
+            {"type": "message", "id": "msg_2"},
+            {"type": "function_call", "name": "memory_fetch", "call_id": "c2"}]});
+        let mut shown = Shown::new(Endpoint::Responses);
+        shown.keep(&round);
+        shown.keep(&with_preamble);
+        let mut last = json!({"output": [{"type": "message", "id": "msg_3"}]});
+        shown.prepend_to(&mut last);
+        let ids: Vec<&str> = last["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["rs_2", "msg_2", "msg_3"]);
+    }
+
+    #[test]
+    fn chat_rounds_are_joined_by_a_blank_line() {
+        let mut shown = Shown::new(Endpoint::Chat);
+        shown.keep(&json!({"choices": [{"message": {"content": "Looking."}}]}));
+        let mut last = json!({"choices": [{"message": {"content": "Found it."}}]});
+        shown.prepend_to(&mut last);
+        assert_eq!(
+            last["choices"][0]["message"]["content"],
+            "Looking.\n\nFound it."
+        );
+    }
+
+    #[test]
+    fn each_api_finds_its_calls_and_goes_on_with_only_cairns() {
+        let cases = [
+            (
+                Endpoint::Chat,
+                json!({"messages": [{"role": "user", "content": "q"}]}),
+                json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "memory_grep", "arguments": "{\"pattern\":\"x\"}"}},
+                    {"id": "b", "type": "function", "function": {"name": "run", "arguments": "{}"}}]}}]}),
+            ),
+            (
+                Endpoint::Responses,
+                json!({"input": "q"}),
+                json!({"output": [
+                    {"type": "function_call", "call_id": "a", "name": "memory_grep", "arguments": "{\"pattern\":\"x\"}"},
+                    {"type": "function_call", "call_id": "b", "name": "run", "arguments": "{}"}]}),
+            ),
+            (
+                Endpoint::Messages,
+                json!({"messages": [{"role": "user", "content": "q"}]}),
+                json!({"content": [
+                    {"type": "tool_use", "id": "a", "name": "memory_grep", "input": {"pattern": "x"}},
+                    {"type": "tool_use", "id": "b", "name": "run", "input": {}}]}),
+            ),
+        ];
+        for (endpoint, mut body, answer) in cases {
+            let wire = of(endpoint);
+            let calls = wire.calls(&answer);
+            assert_eq!(calls.len(), 2, "{endpoint:?}");
+            assert_eq!(calls[0].arguments, json!({"pattern": "x"}), "{endpoint:?}");
+            let ours = ToolResult {
+                call: calls[0].clone(),
+                content: "{}".into(),
+                is_error: false,
+            };
+            wire.continue_with(&mut body, &answer, &[ours]);
+            let sent = body.to_string();
+            assert!(sent.contains("memory_grep"), "{endpoint:?}: {sent}");
+            assert!(
+                !sent.contains("\"run\""),
+                "{endpoint:?}: the client's call waits: {sent}"
+            );
+        }
+    }
+}

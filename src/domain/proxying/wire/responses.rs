@@ -1,0 +1,91 @@
+//! OpenAI Responses: flat `tools`, `output` items (`function_call`,
+//! `custom_tool_call`, `reasoning`, `message`), `function_call_output`
+//! input items, and a `tools` echo in every response object.
+
+use serde_json::{Value, json};
+
+use super::{ToolCall, ToolResult, WireApi, append, is_ours, parsed_arguments, prepend, text};
+
+/// `POST /v1/responses`.
+pub struct Responses;
+
+/// Items that call a tool.
+fn is_call(item: &Value) -> bool {
+    matches!(
+        item["type"].as_str(),
+        Some("function_call" | "custom_tool_call")
+    )
+}
+
+impl WireApi for Responses {
+    fn tool(&self, name: &str, description: &str, parameters: &Value) -> Value {
+        json!({"type": "function", "name": name,
+            "description": description, "parameters": parameters, "strict": false})
+    }
+
+    fn calls(&self, answer: &Value) -> Vec<ToolCall> {
+        answer["output"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| i["type"] == "function_call")
+            .map(|c| ToolCall {
+                id: text(&c["call_id"]),
+                name: text(&c["name"]),
+                arguments: parsed_arguments(&c["arguments"]),
+            })
+            .collect()
+    }
+
+    fn continue_with(&self, body: &mut Value, answer: &Value, results: &[ToolResult]) {
+        let ours = |id: &str| results.iter().any(|r| r.call.id == id);
+        if let Some(text) = body["input"].as_str() {
+            body["input"] = json!([{"role": "user", "content": text}]);
+        }
+        let mut turn: Vec<Value> = answer["output"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| i["type"] != "function_call" || ours(i["call_id"].as_str().unwrap_or("")))
+            .cloned()
+            .collect();
+        turn.extend(results.iter().map(
+            |r| json!({"type": "function_call_output", "call_id": r.call.id, "output": r.content}),
+        ));
+        append(body, "input", turn);
+    }
+
+    fn strip_calls(&self, answer: &mut Value, ours: &[&str]) {
+        if let Some(Value::Array(items)) = answer.get_mut("output") {
+            items.retain(|i| !(i["type"] == "function_call" && is_ours(&i["name"], ours)));
+        }
+    }
+
+    fn keep_shown(&self, answer: &Value, shown: &mut Vec<Value>) {
+        let items: Vec<&Value> = answer["output"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take_while(|i| !is_call(i))
+            .collect();
+        let before_call = items.len();
+        for (k, item) in items.into_iter().enumerate() {
+            // A reasoning item goes back to the provider only with the item
+            // that followed it: here a call the client never sees.
+            if k + 1 == before_call && item["type"] == "reasoning" {
+                continue;
+            }
+            shown.push(item.clone());
+        }
+    }
+
+    fn prepend_shown(&self, shown: Vec<Value>, answer: &mut Value) {
+        prepend(answer, "output", shown);
+    }
+
+    fn strip_tool_echo(&self, answer: &mut Value, ours: &[&str]) {
+        if let Some(Value::Array(tools)) = answer.get_mut("tools") {
+            tools.retain(|t| !is_ours(&t["name"], ours));
+        }
+    }
+}
