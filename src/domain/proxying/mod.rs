@@ -6,6 +6,8 @@
 pub mod responses_items;
 pub mod rewrite;
 pub mod spliced;
+pub mod sse;
+pub mod stream;
 pub mod tiers;
 pub mod usage;
 pub mod wire;

@@ -34,7 +34,6 @@ mod answer;
 mod auth;
 mod endpoint;
 mod rounds;
-mod sse;
 mod stream;
 mod tools;
 mod upstream;

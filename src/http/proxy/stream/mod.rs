@@ -18,11 +18,11 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use self::filter::{Filter, RoundAnswer};
 use super::answer::respond;
-use super::sse::Parser;
 use super::{Exchange, upstream};
 use crate::domain::proxying::spliced::Spliced;
+use crate::domain::proxying::sse::Parser;
+use crate::domain::proxying::stream::{Filter, RoundAnswer};
 use crate::domain::proxying::{Endpoint, wire};
 use crate::http::error::AppError;
 
@@ -31,9 +31,6 @@ const MAX_EVENT_BYTES: usize = 16 << 20;
 
 /// Longest silence of an upstream stream before it counts as cut.
 const IDLE: Duration = Duration::from_secs(300);
-
-mod by_api;
-mod filter;
 
 type Chunk = Result<Bytes, std::io::Error>;
 

@@ -10,7 +10,7 @@ use crate::domain::proxying::usage;
 use crate::domain::proxying::wire;
 
 /// One round's answer, rebuilt from its events in the non-streaming shape.
-pub(super) struct RoundAnswer {
+pub struct RoundAnswer {
     /// The answer as the endpoint's `WireApi` reads it (`calls`, `continue_with`).
     pub message: Value,
     /// The round's usage object.
@@ -20,7 +20,7 @@ pub(super) struct RoundAnswer {
 }
 
 /// What the client sees of each round.
-pub(super) struct Filter {
+pub struct Filter {
     pub(super) endpoint: Endpoint,
     pub(super) ours: Vec<&'static str>,
     pub(super) wants_usage: bool,
@@ -59,7 +59,7 @@ pub(super) struct Filter {
 }
 
 impl Filter {
-    pub(super) fn new(endpoint: Endpoint, ours: &[&'static str], wants_usage: bool) -> Self {
+    pub fn new(endpoint: Endpoint, ours: &[&'static str], wants_usage: bool) -> Self {
         Self {
             endpoint,
             ours: ours.to_vec(),
@@ -85,7 +85,7 @@ impl Filter {
         }
     }
 
-    pub(super) fn add_usage(&mut self, round: &Value) {
+    pub fn add_usage(&mut self, round: &Value) {
         if round.is_null() {
             return;
         }
@@ -95,7 +95,7 @@ impl Filter {
         }
     }
 
-    pub(super) fn next_round(&mut self) {
+    pub fn next_round(&mut self) {
         self.round += 1;
         self.remap.clear();
         self.our_indexes.clear();
@@ -113,7 +113,7 @@ impl Filter {
         self.round_text_sent = false;
     }
 
-    pub(super) fn round_answer(&mut self) -> Option<RoundAnswer> {
+    pub fn round_answer(&mut self) -> Option<RoundAnswer> {
         self.ended.then(|| RoundAnswer {
             message: self.message.take(),
             usage: self.usage.clone(),
@@ -122,7 +122,7 @@ impl Filter {
     }
 
     /// What to forward now for one upstream event.
-    pub(super) fn on_event(&mut self, event: Event) -> Vec<Event> {
+    pub fn on_event(&mut self, event: Event) -> Vec<Event> {
         let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
             // `[DONE]`, comments: the end is written by `finish`.
             if event.data == "[DONE]" {
@@ -139,7 +139,7 @@ impl Filter {
 
     /// The closing events of the final round: held events (without Cairn's
     /// calls when `strip`), then the end with summed usage.
-    pub(super) fn finish(&mut self, strip: bool) -> Vec<Event> {
+    pub fn finish(&mut self, strip: bool) -> Vec<Event> {
         let held = std::mem::take(&mut self.held);
         let mut out = Vec::new();
         for (event, data) in held {
