@@ -9,12 +9,23 @@ use super::{ToolCall, ToolResult, WireApi, append, is_ours, parsed_arguments, pr
 /// `POST /v1/responses`.
 pub struct Responses;
 
-/// Items that call a tool.
+/// Output items that call a tool the client runs, each of which the next
+/// request must answer with its output item. (Hosted tools' items —
+/// `web_search_call`, `file_search_call`, … — carry their own results.)
+const CLIENT_CALLS: [&str; 6] = [
+    "function_call",
+    "custom_tool_call",
+    "local_shell_call",
+    "shell_call",
+    "apply_patch_call",
+    "computer_call",
+];
+
+/// Items that call a tool the client runs.
 fn is_call(item: &Value) -> bool {
-    matches!(
-        item["type"].as_str(),
-        Some("function_call" | "custom_tool_call")
-    )
+    item["type"]
+        .as_str()
+        .is_some_and(|t| CLIENT_CALLS.contains(&t))
 }
 
 impl WireApi for Responses {
@@ -46,7 +57,7 @@ impl WireApi for Responses {
             .as_array()
             .into_iter()
             .flatten()
-            .filter(|i| i["type"] != "function_call" || ours(i["call_id"].as_str().unwrap_or("")))
+            .filter(|i| !is_call(i) || ours(i["call_id"].as_str().unwrap_or("")))
             .cloned()
             .collect();
         turn.extend(results.iter().map(
