@@ -10,7 +10,8 @@ them) and answers like a scripted model that reads its input:
 - else it answers "no pointer".
 Header `x-test-scenario` changes that: `mixed` (memory_fetch and the client's
 `run_tests` in one turn, then `run_tests` alone once the fetch is answered),
-`error_400` / `error_500` (provider errors), `cut` (a stream that stops in the
+`error_400` / `error_500` (provider errors), `refuse_round` (a 400 to
+Cairn's retrieval round only), `cut` (a stream that stops in the
 middle), `reasoning` (a Responses reasoning item, or an Anthropic thinking
 block, opens every answer, with no text before a call). Tool results whose
 call is not in the conversation are a 400, as a real provider answers them;
@@ -354,8 +355,12 @@ class Handler(BaseHTTPRequestHandler):
                "/v1/messages": "messages", "/v1/messages/count_tokens": "count"}.get(path)
         scenario = self.headers.get("x-test-scenario", "")
         anthropic = api in ("messages", "count")
-        if scenario == "error_400" or scenario == "error_500":
-            status = int(scenario[-3:])
+        # `refuse_round`: a 400 to any request that carries a memory_fetch
+        # result (Cairn's retrieval round), as a provider refuses a body.
+        refused = scenario == "refuse_round" and api in ("chat", "responses", "messages") \
+            and fetch_result(api, body) is not None
+        if scenario == "error_400" or scenario == "error_500" or refused:
+            status = 400 if refused else int(scenario[-3:])
             if anthropic:
                 self.send_json(status, {"type": "error", "error": {"type": "invalid_request_error", "message": f"stand-in says {status}"}})
             else:

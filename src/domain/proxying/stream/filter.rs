@@ -137,6 +137,37 @@ impl Filter {
         }
     }
 
+    /// The event that ends the client's stream when the upstream refused a
+    /// retrieval round (`status`, its error `message`): the API's own error
+    /// event, so the client shows the provider's error instead of a cut
+    /// stream it would retry.
+    pub fn error_event(&mut self, status: u16, message: &str) -> Event {
+        let kind = if status == 429 {
+            "rate_limit_error"
+        } else if status >= 500 {
+            "api_error"
+        } else {
+            "invalid_request_error"
+        };
+        match self.endpoint {
+            Endpoint::Chat => Event::new(
+                None,
+                &json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+                    .to_string(),
+            ),
+            Endpoint::Messages => Event::new(
+                Some("error"),
+                &json!({"type": "error", "error": {"type": kind, "message": message}}).to_string(),
+            ),
+            Endpoint::Responses => {
+                let data = json!({"type": "error", "code": kind, "message": message,
+                    "param": null, "sequence_number": self.sequence});
+                self.sequence += 1;
+                Event::new(Some("error"), &data.to_string())
+            }
+        }
+    }
+
     /// The closing events of the final round: held events (without Cairn's
     /// calls when `strip`), then the end with summed usage.
     pub fn finish(&mut self, strip: bool) -> Vec<Event> {

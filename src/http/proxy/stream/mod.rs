@@ -29,6 +29,9 @@ use crate::http::error::AppError;
 /// Largest single event Cairn holds while it waits for the event's end.
 const MAX_EVENT_BYTES: usize = 16 << 20;
 
+/// Most of an upstream error body read for its message.
+const ERROR_BYTES: usize = 64 << 10;
+
 /// Longest silence of an upstream stream before it counts as cut.
 const IDLE: Duration = Duration::from_secs(300);
 
@@ -136,11 +139,7 @@ impl Rounds {
             self.waited += asked.elapsed();
             match next {
                 Ok(next) if next.status().is_success() => response = next,
-                Ok(next) => {
-                    let detail =
-                        format!("upstream answered {} to a retrieval round", next.status());
-                    return self.cut(&detail).await;
-                }
+                Ok(next) => return self.refused(next).await,
                 Err(e) => return self.cut(e.message()).await,
             }
         }
@@ -194,6 +193,33 @@ impl Rounds {
 
     async fn send(&self, bytes: Vec<u8>) -> bool {
         self.tx.send(Ok(Bytes::from(bytes))).await.is_ok()
+    }
+
+    /// Ends the client's stream with the upstream's refusal of a retrieval
+    /// round, as the API's error event (then the stream ends).
+    async fn refused(&mut self, mut response: reqwest::Response) {
+        let status = response.status();
+        tracing::warn!(%status, "upstream refused a retrieval round");
+        // The error's own message when it is a JSON error (either provider's
+        // shape), read up to ERROR_BYTES.
+        let read = async {
+            let mut body = Vec::new();
+            while let Ok(Some(chunk)) = response.chunk().await {
+                body.extend_from_slice(&chunk);
+                if body.len() > ERROR_BYTES {
+                    break;
+                }
+            }
+            body
+        };
+        let body = tokio::time::timeout(IDLE, read).await.unwrap_or_default();
+        let message = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("upstream answered {status}"));
+        let message = format!("upstream refused Cairn's retrieval round: {message}");
+        let event = self.filter.error_event(status.as_u16(), &message);
+        self.send(event.raw).await;
     }
 
     /// Ends the client's stream with an error: never a clean end.
