@@ -680,3 +680,128 @@ async fn a_reasoning_item_before_a_hidden_call_never_reaches_the_client() {
         );
     }
 }
+
+/// A subscription (OAuth) bearer token and its beta header, as Claude Code
+/// sends them when logged in, pass through untouched in pass-through mode,
+/// and the request is still offloaded.
+#[tokio::test]
+async fn an_oauth_bearer_token_passes_through_untouched() {
+    if Command::new("python3").arg("--version").status().is_err() {
+        return;
+    }
+    let up = upstream();
+    let server = serve(|c| c.upstream_anthropic_url = Some(up.url.clone())).await;
+    let http = reqwest::Client::new();
+    let token = "Bearer sk-ant-oat01-abcdefghijklmnopqrstuvwxyz0123456789";
+    let beta = "oauth-2025-04-20,claude-code-20250219,interleaved-thinking-2025-05-14";
+    let answer = http
+        .post(format!("{}/v1/messages?beta=true", server.base))
+        .header("authorization", token)
+        .header("anthropic-beta", beta)
+        .header("anthropic-version", "2023-06-01")
+        .json(&serde_json::json!({"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "seq 1 2000"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": seq_output(2000, 1234)}]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-cairn-offloaded"], "1");
+    let sent = recorded(&http, &up).await;
+    let first = sent
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().starts_with("/v1/messages"))
+        .expect("the request went upstream");
+    assert_eq!(first["path"], "/v1/messages?beta=true");
+    assert_eq!(first["headers"]["authorization"], token);
+    assert_eq!(first["headers"]["anthropic-beta"], beta);
+    assert!(first["headers"].get("x-api-key").is_none(), "{first}");
+}
+
+/// A retrieval round the provider refuses ends the client's stream with the
+/// API's own error event carrying the provider's message, not a cut stream
+/// (which clients retry as a network fault).
+#[tokio::test]
+async fn a_refused_retrieval_round_ends_the_stream_with_the_apis_error_event() {
+    if Command::new("python3").arg("--version").status().is_err() {
+        return;
+    }
+    let up = upstream();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.upstream_anthropic_url = Some(up.url.clone());
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let big = seq_output(3000, 5);
+    let tool = |shape: &str| match shape {
+        "chat" => {
+            serde_json::json!([{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}])
+        }
+        "responses" => {
+            serde_json::json!([{"type": "function", "name": "ls", "parameters": {"type": "object"}}])
+        }
+        _ => serde_json::json!([{"name": "ls", "input_schema": {"type": "object"}}]),
+    };
+    let cases = [
+        (
+            "/v1/chat/completions",
+            serde_json::json!({"model": "gpt-4o", "stream": true, "tools": tool("chat"), "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": big}]}),
+        ),
+        (
+            "/v1/responses",
+            serde_json::json!({"model": "gpt-5", "stream": true, "tools": tool("responses"), "input": [
+            {"role": "user", "content": "go"},
+            {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": big}]}),
+        ),
+        (
+            "/v1/messages",
+            serde_json::json!({"model": "claude-sonnet-4-6", "max_tokens": 64, "stream": true, "tools": tool("messages"), "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": big}]}]}),
+        ),
+    ];
+    for (path, body) in cases {
+        let answer = http
+            .post(format!("{}{path}", server.base))
+            .header("authorization", "Bearer sk-test")
+            .header("x-api-key", "sk-ant-test")
+            .header("x-test-scenario", "refuse_round")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+        // The stream ends (no cut: reading it whole succeeds) with the error.
+        let text = answer.text().await.expect("a stream that ends cleanly");
+        let last: Value = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .next_back()
+            .expect("events");
+        let message = match path {
+            "/v1/chat/completions" => &last["error"]["message"],
+            "/v1/responses" => {
+                assert_eq!(last["type"], "error", "{text}");
+                &last["message"]
+            }
+            _ => {
+                assert_eq!(last["type"], "error", "{text}");
+                assert!(text.contains("event: error"), "{text}");
+                &last["error"]["message"]
+            }
+        };
+        assert!(
+            message.as_str().unwrap_or("").contains("stand-in says 400"),
+            "{path}: {text}"
+        );
+        assert!(!text.contains("memory_fetch"), "{path}: {text}");
+    }
+}
