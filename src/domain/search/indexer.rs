@@ -22,6 +22,8 @@ const CONTINUATION_BYTES: usize = 16 << 10;
 const BINARY_SNIFF: usize = 8 << 10;
 /// Pause between looks at an empty queue.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
+/// Wait after a put wakes the indexer, for the puts that come with it.
+const GATHER: Duration = Duration::from_millis(25);
 /// How the indexer gives way to requests before each frame of an object over
 /// [`SMALL_OBJECT`]: it waits for 10 ms without one, for at most 150 ms.
 /// Clients that send request after request (a benchmark, a batch import)
@@ -115,7 +117,15 @@ pub(super) async fn run(
         match step(meta.as_ref(), &blobs, &foreground).await {
             Ok(true) => {}
             Ok(false) => {
-                let _ = tokio::time::timeout(IDLE_POLL, wake.notified()).await;
+                if tokio::time::timeout(IDLE_POLL, wake.notified())
+                    .await
+                    .is_ok()
+                {
+                    // Woken by a put: let the rest of its burst (a proxied
+                    // request's offloads, a batch) arrive, so they share one
+                    // index commit instead of one each.
+                    tokio::time::sleep(GATHER).await;
+                }
             }
             Err(e) => {
                 tracing::warn!(error = %e, "search indexing failed; retrying");
