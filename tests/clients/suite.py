@@ -7,7 +7,11 @@ loopback-only network namespace. Inside the namespace the ports are fixed:
 stand-in :8765, Cairn :8077, recording tap (tap.py) :8078. The client always
 talks to the tap, which forwards to the stand-in (direct) or to Cairn.
 
-    python3 suite.py [--only SUBSTR ...] [--direct-only] [--keep DIR]
+    python3 suite.py [--only SUBSTR ...] [--direct-only] [--keep DIR] [--strict]
+
+A case marked "known_bug" (a Cairn bug it shows, with the reason) prints its
+checks as usual but its failures do not fail the run (--strict: they do);
+if it passes, the run fails until the mark is removed.
 
 Env: CAIRN_BIN (default target/debug/cairn), CLAUDE_BIN, CODEX_BIN,
 FRAMEWORKS_PY (the frameworks venv's python; unset: framework cases skipped).
@@ -19,7 +23,8 @@ Assertions (per case, both modes unless said):
   c  through Cairn: the stand-in saw a memory_grep/memory_fetch result (Cairn
      resolved the call) and nothing the client sent or received names a
      memory_* tool or calls a mem:// pointer
-  d  the final answer of each turn holds the planted line
+  d  the final answer of each turn holds the planted line (and, in a case with
+     "turn": parallel / mixed, `second-call-ok` / `mixed-call-ok`)
   e  the stand-in answered every request 200 (a rule violation is a 400)
   f  every SSE stream the client received is well formed
   g  through Cairn: upstream bodies are prefix-stable: from one client request
@@ -29,6 +34,16 @@ Assertions (per case, both modes unless said):
   h  per client request, the through-Cairn upstream rounds' uncached input
      tokens (input - cache read) <= direct's + slack, slack = the tokens of
      the tool definitions Cairn adds + 256 (OpenAI's 128-token cache steps)
+  i  every tool call in an answer the client got has its result in the
+     client's next agent request, and each body the client sent passes the
+     stand-in's pairing rules (no result without its call, no call without its
+     result); "turn": parallel: some answer the client got held 2+ calls;
+     "turn": mixed, through Cairn: the stand-in answered a turn calling a
+     memory_* tool AND the client's tool (and c: the client never saw the former)
+
+Cases with "turn" send the stand-in `x-standin-turn: parallel|mixed` (Claude
+Code: ANTHROPIC_CUSTOM_HEADERS; Codex: the provider entry's http_headers;
+framework drivers: --header).
 """
 
 import argparse
@@ -54,6 +69,7 @@ MEMORY_TOOLS = ("memory_fetch", "memory_grep", "memory_search")
 PLANTED = U.PLANTED
 MODEL_PATHS = {"/v1/messages": "messages", "/v1/responses": "responses", "/v1/chat/completions": "chat"}
 SLACK = 256
+CHECKS = "abcdefghi"
 CLIENT_TIMEOUT = 150   # seconds per client run
 
 PROMPTS = {
@@ -75,11 +91,25 @@ CASES = [
     {"name": "codex-openai-provider(ws 426)", "kind": "codex", "model": None, "preamble": False, "provider": "openai",
      "stderr_ok": r"(?m)^.*(ERROR codex_api::endpoint::responses_websocket: failed to connect to Responses WebSocket|"
                   r"ERROR: Reconnecting\.\.\. \d/5).*$"},
+    # x-standin-turn (see upstream_clients.py): "parallel" = two shell calls in the first tool turn;
+    # "mixed" = the turn that reads the output also calls the shell (through Cairn: memory_grep AND the
+    # client's shell in one turn; Cairn answers memory_grep and the client sees only its shell call).
+    {"name": "claude-default+parallel", "kind": "claude", "model": None, "preamble": False, "turn": "parallel"},
+    {"name": "claude-default+mixed", "kind": "claude", "model": None, "preamble": False, "turn": "mixed"},
+    {"name": "codex-gpt-5.2-codex+parallel", "kind": "codex", "model": "gpt-5.2-codex", "preamble": False, "turn": "parallel"},
+    {"name": "codex-gpt-5.2-codex+mixed", "kind": "codex", "model": "gpt-5.2-codex", "preamble": False, "turn": "mixed"},
+    {"name": "codex-default(custom exec)+parallel", "kind": "codex", "model": None, "preamble": False, "turn": "parallel"},
+    # "known_bug": the case shows a Cairn bug; its failed checks are reported but do not fail the suite
+    # (--strict: they do); once it passes, the suite fails until the mark is removed.
+    # (It showed the bug that a retrieval round kept Codex's freeform `exec` call without its output.)
+    {"name": "codex-default(custom exec)+mixed", "kind": "codex", "model": None, "preamble": False, "turn": "mixed"},
 ]
+# A variant "V+parallel" / "V+mixed" runs V with the driver's --header x-standin-turn:parallel|mixed.
 FRAMEWORKS = {
-    "agents_sdk.py": ["responses", "responses-stream", "chat", "chat-stream", "reasoning"],
+    "agents_sdk.py": ["responses", "responses-stream", "chat", "chat-stream", "reasoning",
+                      "responses+mixed", "chat+parallel", "reasoning+mixed"],
     "langchain_case.py": ["anthropic-thinking", "anthropic-thinking-stream", "openai-chat", "openai-responses",
-                          "openai-responses-reasoning"],
+                          "openai-responses-reasoning", "anthropic-thinking-stream+mixed"],
 }
 ANTHROPIC_VARIANTS = ("anthropic-thinking", "anthropic-thinking-stream")
 
@@ -94,9 +124,10 @@ def framework_cases():
         path = os.path.join(HERE, "frameworks", driver)
         if not os.path.exists(path):
             continue
-        for v in variants:
-            out.append({"name": f"{driver[:-3]}:{v}", "kind": "framework", "driver": path, "variant": v,
-                        "python": py, "anthropic": v in ANTHROPIC_VARIANTS})
+        for name in variants:
+            v, _, turn = name.partition("+")
+            out.append({"name": f"{driver[:-3]}:{name}", "kind": "framework", "driver": path, "variant": v,
+                        "python": py, "anthropic": v in ANTHROPIC_VARIANTS, "turn": turn or None})
     return out
 
 
@@ -156,8 +187,11 @@ def run_client(case, turn, d, tap_url):
             json.dump({"bashOutputMaxChars": 128000}, open(os.path.join(cfg, "settings.json"), "w"))
         env.update(CLAUDE_CONFIG_DIR=os.path.join(d, "claude-cfg"), ANTHROPIC_BASE_URL=tap_url,
                    ANTHROPIC_API_KEY="sk-ant-test")
-        if case["preamble"]:
-            env["ANTHROPIC_CUSTOM_HEADERS"] = "x-standin-preamble: 1"
+        # ANTHROPIC_CUSTOM_HEADERS: "Name: value" lines, one header a line
+        custom = (["x-standin-preamble: 1"] if case["preamble"] else []) + \
+            ([f"x-standin-turn: {case['turn']}"] if case.get("turn") else [])
+        if custom:
+            env["ANTHROPIC_CUSTOM_HEADERS"] = "\n".join(custom)
         cmd = [os.environ.get("CLAUDE_BIN", "claude"), "-p", PROMPTS[turn], "--allowedTools", "Bash"]
         if case.get("model"):
             cmd += ["--model", case["model"]]
@@ -166,7 +200,9 @@ def run_client(case, turn, d, tap_url):
     elif case["kind"] == "codex":
         env.update(CODEX_HOME=os.path.join(d, "codex-home"), OPENAI_API_KEY="sk-test")
         os.makedirs(env["CODEX_HOME"], exist_ok=True)
-        headers = ',http_headers={"x-standin-preamble"="1"}' if case["preamble"] else ""
+        hmap = (['"x-standin-preamble"="1"'] if case["preamble"] else []) + \
+            ([f'"x-standin-turn"="{case["turn"]}"'] if case.get("turn") else [])
+        headers = f',http_headers={{{",".join(hmap)}}}' if hmap else ""
         cmd = [os.environ.get("CODEX_BIN", "codex"), "exec", "--skip-git-repo-check", "--color", "never",
                "-c", 'approval_policy="never"', "-c", 'sandbox_mode="danger-full-access"',
                "-c", "check_for_update_on_startup=false", "-c", 'otel.exporter="none"',
@@ -189,6 +225,8 @@ def run_client(case, turn, d, tap_url):
         base = tap_url if case["anthropic"] else tap_url + "/v1"
         cmd = [case["python"], case["driver"], "--base-url", base, "--variant", case["variant"],
                "--turn", str(turn), "--state", os.path.join(d, "state.json")]
+        if case.get("turn"):
+            cmd += ["--header", f"x-standin-turn:{case['turn']}"]
     try:
         p = subprocess.run(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
     except subprocess.TimeoutExpired as e:
@@ -319,6 +357,59 @@ def uncached(api, usage):
     return usage.get("input_tokens", 0) - (usage.get("input_tokens_details") or {}).get("cached_tokens", 0)
 
 
+EXTRA_STRING = {"parallel": "second-call-ok", "mixed": "mixed-call-ok"}
+
+
+def sse_events(text):
+    """The JSON payloads of an SSE body, in order."""
+    out = []
+    for raw in text.replace("\r\n", "\n").split("\n\n"):
+        data = [l[5:].lstrip(" ") if l.startswith("data:") else None for l in raw.split("\n")]
+        payload = "\n".join(x for x in data if x is not None)
+        if not payload or payload == "[DONE]":
+            continue
+        try:
+            out.append(json.loads(payload))
+        except ValueError:
+            pass
+    return out
+
+
+def answer_calls(api, rec):
+    """(call id, name) of every tool call in the answer the client got for this record."""
+    resp = rec.get("resp") or ""
+    calls = []
+    if "text/event-stream" in (rec.get("resp_type") or ""):
+        for j in sse_events(resp):
+            if not isinstance(j, dict):
+                continue
+            if api == "messages" and j.get("type") == "content_block_start" and \
+                    (j.get("content_block") or {}).get("type") == "tool_use":
+                calls.append((j["content_block"].get("id"), j["content_block"].get("name")))
+            elif api == "responses" and j.get("type") == "response.output_item.done" and \
+                    (j.get("item") or {}).get("type") in ("function_call", "custom_tool_call", "local_shell_call"):
+                calls.append((j["item"].get("call_id"), j["item"].get("name") or j["item"].get("type")))
+            elif api == "chat":
+                for ch in j.get("choices") or []:
+                    for tc in (ch.get("delta") or {}).get("tool_calls") or []:
+                        if tc.get("id"):
+                            calls.append((tc["id"], (tc.get("function") or {}).get("name")))
+        return calls
+    try:
+        j = json.loads(resp)
+    except ValueError:
+        return calls
+    if api == "messages":
+        calls = [(b.get("id"), b.get("name")) for b in j.get("content") or [] if b.get("type") == "tool_use"]
+    elif api == "responses":
+        calls = [(it.get("call_id"), it.get("name") or it.get("type")) for it in j.get("output") or []
+                 if it.get("type") in ("function_call", "custom_tool_call", "local_shell_call")]
+    elif api == "chat":
+        for ch in j.get("choices") or []:
+            calls += [(tc.get("id"), (tc.get("function") or {}).get("name")) for tc in (ch.get("message") or {}).get("tool_calls") or []]
+    return calls
+
+
 def sse_problems(text):
     """What is wrong with an SSE body, as a list of strings."""
     probs = []
@@ -438,11 +529,51 @@ def check_case(case, direct, through):
 
     # d: final answers
     bad = []
+    extra = EXTRA_STRING.get(case.get("turn"))
     for m in modes:
         for i, t in enumerate(m["turns"], 1):
-            if not PLANTED.search(t["final"] or ""):
+            if not PLANTED.search(t["final"] or "") or (extra and extra not in (t["final"] or "")):
                 bad.append(f"{m['mode']} turn {i}: {(t['final'] or '').strip()[-120:]!r}")
-    out["d"] = (not bad, "; ".join(bad) or "planted line in every answer")
+    out["d"] = (not bad, "; ".join(bad) or ("planted line" + (f" and {extra}" if extra else "") + " in every answer"))
+
+    # i: the calls the client saw: each has its result in the client's next agent request, and the
+    # client's own bodies pass the provider's pairing rules; the turn the case asks for happened
+    bad, seen_calls, most = [], 0, {}
+    for m in modes:
+        agent = [(r, api, body) for r, api, body in model_requests(m["client"]) if U.shell_tool(body)]
+        most[m["mode"]] = 0
+        for k, (r, api, body) in enumerate(agent):
+            why = U.broken_pairs(api, body) or U.unanswered_call(api, body)
+            if why:
+                bad.append(f"{m['mode']} client req {k}: {why[:120]}")
+            calls = answer_calls(api, r)
+            seen_calls += len(calls)
+            most[m["mode"]] = max(most[m["mode"]], len(calls))
+            if not calls:
+                continue
+            if k + 1 >= len(agent):
+                bad.append(f"{m['mode']} client req {k}: answer called {[n for _, n in calls]}, no next request")
+                continue
+            napi, nbody = agent[k + 1][1], agent[k + 1][2]
+            answered = {e[1] for e in U.conversation(napi, nbody) if e[0] == "result"}
+            missing = [f"{n} {cid}" for cid, n in calls if cid not in answered]
+            if missing:
+                bad.append(f"{m['mode']} client req {k}: results missing in the next request for {missing}")
+        if case.get("turn") == "parallel" and most[m["mode"]] < 2:
+            bad.append(f"{m['mode']}: no answer the client got had 2+ calls (most {most[m['mode']]})")
+    mixed_turns = 0
+    if case.get("turn") == "mixed" and through:
+        for r in through["upstream"] or []:
+            names = ((r.get("answer") or {}).get("calls")) or []
+            if any(n in MEMORY_TOOLS for n in names) and any(n not in MEMORY_TOOLS for n in names):
+                mixed_turns += 1
+        if not mixed_turns:
+            bad.append("cairn: the stand-in never answered a turn mixing memory_* and the client's tool")
+    detail = f"{seen_calls} client-seen calls, each answered in the next request; most calls in one answer: " + \
+        ", ".join(f"{k} {v}" for k, v in most.items())
+    if case.get("turn") == "mixed" and through:
+        detail += f"; {mixed_turns} mixed memory_*+client turn(s) upstream"
+    out["i"] = (not bad, "; ".join(bad[:3]) or detail)
 
     # f: SSE framing
     bad, n = [], 0
@@ -554,6 +685,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", action="append", help="run the cases whose name contains this (repeatable)")
     ap.add_argument("--direct-only", action="store_true", help="skip the through-Cairn runs")
+    ap.add_argument("--strict", action="store_true", help="cases marked known_bug fail the suite too")
     ap.add_argument("--keep", help="keep the runs' files here (default: a temp dir, removed on success)")
     args = ap.parse_args()
 
@@ -594,19 +726,32 @@ def main():
         stop(standin)
 
     print()
-    print(f"{'case':38} {'a':4} {'b':4} {'c':4} {'d':4} {'e':4} {'f':4} {'g':4} {'h':4}  time (direct turn1+2, cairn turn1+2)")
-    failed = 0
+    w = max([38] + [len(c["name"]) for c, *_ in results])
+    print(f"{'case':{w}} " + " ".join(f"{k:4}" for k in CHECKS) + "  time (direct turn1+2, cairn turn1+2)")
+    failed, known = 0, 0
     for case, checks, info, times, secs in results:
-        cells = []
-        for k in "abcdefgh":
+        cells, bad = [], 0
+        for k in CHECKS:
             ok = checks.get(k, (None, ""))[0]
             cells.append("PASS" if ok else ("-" if ok is None else "FAIL"))
-            failed += ok is False
-        print(f"{case['name'][:38]:38} " + " ".join(f"{c:4}" for c in cells) + f"  {secs:.0f}s ({' '.join(times)})")
+            bad += ok is False
+        note = ""
+        if case.get("known_bug") and not args.strict:
+            if bad:
+                known += bad
+                note = "  [known Cairn bug: expected]"
+            else:
+                failed += 1
+                note = "  [known_bug case PASSED: remove its known_bug mark]"
+        else:
+            failed += bad
+        print(f"{case['name']:{w}} " + " ".join(f"{c:4}" for c in cells) + f"  {secs:.0f}s ({' '.join(times)})" + note)
     print()
     for case, checks, info, times, secs in results:
         print(f"## {case['name']}")
-        for k in "abcdefgh":
+        if case.get("known_bug"):
+            print(f"  KNOWN CAIRN BUG: {case['known_bug']}")
+        for k in CHECKS:
             ok, why = checks.get(k, (None, ""))
             print(f"  {k} {'PASS' if ok else ('n/a ' if ok is None else 'FAIL')}  {why}")
         for k, v in info.items():
@@ -615,7 +760,8 @@ def main():
     keep = failed or args.keep
     if not keep:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"\n{len(results)} cases, {failed} failed checks, {time.time() - started:.0f}s; "
+    print(f"\n{len(results)} cases, {failed} failed checks"
+          + (f" (+ {known} in known_bug cases)" if known else "") + f", {time.time() - started:.0f}s; "
           + (f"runs kept in {root}" if keep else "run files removed (--keep DIR keeps them)"))
     if failed:
         sys.exit(1)

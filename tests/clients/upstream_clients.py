@@ -32,7 +32,17 @@ request offers a shell tool (Claude Code's `Bash`, Codex's `shell`/
   earlier assistant text holds the planted line: answer it again.
 Header `x-standin-preamble: 1` (or "preamble" in the model name): text
 before each tool call (Anthropic text block / Responses message / chat
-content), else none. Requests without a shell tool (titles, summaries)
+content), else none.
+Header `x-standin-turn` (or the word in the model name) changes the turn:
+- `parallel`: the first tool turn calls the shell TWICE in one answer, the
+  big command and `printf 'second-call-%s\n' ok`;
+- `mixed`: the turn that reads the big output (its result holds the planted
+  line, or a `mem://` pointer: then WITH the memory_grep/memory_fetch call,
+  in ONE answer) also calls the shell with `printf 'mixed-call-%s\n' ok`,
+  until a result holds `mixed-call-ok`. Direct (no pointer) that turn is the
+  shell call alone; through Cairn it mixes Cairn's tool and the client's.
+The answer then names the planted line and each `second-call-ok` /
+`mixed-call-ok` the turn's results hold (a follow-up turn repeats them). Requests without a shell tool (titles, summaries)
 get plain text. Ids (message, tool call, reasoning) differ per answer.
 
 Provider rules, each a 400 in the provider's own error shape, logged on
@@ -184,9 +194,15 @@ COMMAND = os.environ.get("STANDIN_COMMAND") or \
     "seq -f 'row %04g filler-text' 1 3000 | awk 'NR==1234{$0=\"PLANTED-\" NR*3 \"-7f3a9c\"}1'"
 PLANTED = re.compile(os.environ.get("STANDIN_PLANTED") or r"PLANTED-\d+-7f3a9c")
 # Codex code mode: JavaScript calling tools.exec_command; print the raw output (not the JSON object).
-CODE_MODE_JS = ('// @exec: {"max_output_tokens": 100000}\n'
-                "const r = await tools.exec_command({cmd: %s, max_output_tokens: 100000});\n"
-                "text(typeof r === \"object\" && r !== null && \"output\" in r ? r.output : JSON.stringify(r));\n") % json.dumps(COMMAND)
+CODE_MODE_JS_TEMPLATE = ('// @exec: {"max_output_tokens": 100000}\n'
+                         "const r = await tools.exec_command({cmd: %s, max_output_tokens: 100000});\n"
+                         "text(typeof r === \"object\" && r !== null && \"output\" in r ? r.output : JSON.stringify(r));\n")
+CODE_MODE_JS = CODE_MODE_JS_TEMPLATE % json.dumps(COMMAND)
+# The second shell call of `x-standin-turn: parallel` / `mixed`: a small output that only the
+# result tells (the command holds "-call-" and "ok" apart), so the answer must come from it.
+SECOND_COMMAND = "printf 'second-call-%s\\n' ok"
+MIXED_COMMAND = "printf 'mixed-call-%s\\n' ok"
+EXTRA = re.compile(r"\b(?:second|mixed)-call-ok\b")
 MEMORY_TOOLS = ("memory_fetch", "memory_grep", "memory_search")
 
 
@@ -208,7 +224,7 @@ def shell_tool(body):
 def shell_args(name, schema, command=None):
     command = command or COMMAND
     if name == "exec" and schema is None:
-        return CODE_MODE_JS
+        return CODE_MODE_JS_TEMPLATE % json.dumps(command)
     props = (schema or {}).get("properties") or {}
     args = {}
     for key in ("command", "cmd"):
@@ -219,7 +235,7 @@ def shell_args(name, schema, command=None):
     else:
         args["command"] = command
     if "description" in props:
-        args["description"] = "Print the stand-in's 3000 lines"
+        args["description"] = "Print the stand-in's 3000 lines" if command == COMMAND else "Print one short line"
     if "max_output_tokens" in props:
         args["max_output_tokens"] = 100000
     if "workdir" in props and "workdir" in (schema.get("required") or []):
@@ -298,30 +314,59 @@ def preamble_on(headers, body):
     return headers.get("x-standin-preamble", "") not in ("", "0") or "preamble" in str(body.get("model", ""))
 
 
-def decide_agent(api, body, preamble):
+def turn_mode(headers, body):
+    """`x-standin-turn: parallel|mixed` (or "parallel" / "mixed" in the model name), else ""."""
+    mode = headers.get("x-standin-turn", "").strip().lower()
+    if mode in ("parallel", "mixed"):
+        return mode
+    model = str(body.get("model", "")).lower()
+    return next((m for m in ("parallel", "mixed") if m in model), "")
+
+
+def decide_agent(api, body, preamble, mode=""):
     """The scripted agent: run the shell, read the planted line from its result;
     when the result is only a Cairn pointer, memory_grep (else memory_fetch) it;
-    a follow-up turn answers from what was said before."""
+    a follow-up turn answers from what was said before.
+    mode "parallel": the first tool turn calls the shell twice (COMMAND and
+    SECOND_COMMAND); mode "mixed": until a result holds `mixed-call-ok`, the turn
+    that reads the output also calls the shell with MIXED_COMMAND (through Cairn:
+    memory_grep and the shell in ONE turn; direct: the shell alone). The answer
+    names the planted line and every `second-call-ok` / `mixed-call-ok` the
+    turn's results hold."""
     n = len(REQUESTS)
     evs = conversation(api, body)
     last_user = max((i for i, e in enumerate(evs) if e[0] == "user"), default=-1)
     turn, before = evs[last_user + 1:], evs[:last_user + 1] if last_user >= 0 else []
     names = {e[1]: e[2] for e in evs if e[0] == "call"}
     results = [(names.get(e[1]), e[2]) for e in turn if e[0] == "result"]
+    extras = []
+    for _, text in results:
+        for x in EXTRA.findall(text):
+            if x not in extras:
+                extras.append(x)
+    also = "".join(f"; the other call printed: {x}" for x in extras)
+    shell = shell_tool(body)
+    mixed_call = [(shell[0], shell_args(shell[0], shell[1], MIXED_COMMAND))] \
+        if mode == "mixed" and "mixed-call-ok" not in extras else []
     for _, text in results:
         m = PLANTED.search(text)
         if m:
-            return f"The planted line is: {m.group(0)} (stand-in request {n})", []
+            if mixed_call:
+                return ("Now one more short command." if preamble else None), mixed_call
+            return f"The planted line is: {m.group(0)}{also} (stand-in request {n})", []
     said = None
     for e in before:
         if e[0] == "assistant" and PLANTED.search(e[1]):
             said = PLANTED.search(e[1]).group(0)
+            said_extras = list(dict.fromkeys(EXTRA.findall(e[1])))
     if not results:
         if said and len(evs) > 1:
-            return f"Follow-up: the planted line was {said} (stand-in request {n})", []
-        shell = shell_tool(body)
-        return ("I'll run the command and look for the planted line." if preamble else None), \
-            [(shell[0], shell_args(shell[0], shell[1]))]
+            again = "".join(f"; the other call printed: {x}" for x in said_extras)
+            return f"Follow-up: the planted line was {said}{again} (stand-in request {n})", []
+        calls = [(shell[0], shell_args(shell[0], shell[1]))]
+        if mode == "parallel":
+            calls.append((shell[0], shell_args(shell[0], shell[1], SECOND_COMMAND)))
+        return ("I'll run the command and look for the planted line." if preamble else None), calls
     called = {name for name, _ in results}
     pointer = None
     for _, text in results:
@@ -330,9 +375,9 @@ def decide_agent(api, body, preamble):
             pointer = m.group(1)
     lead = "The output was stored; let me search it." if preamble else None
     if pointer and offered(api, body, "memory_grep") and "memory_grep" not in called:
-        return lead, [("memory_grep", {"uri": f"mem://{pointer}", "pattern": "PLANTED"})]
+        return lead, [("memory_grep", {"uri": f"mem://{pointer}", "pattern": "PLANTED"})] + mixed_call
     if pointer and offered(api, body, "memory_fetch") and "memory_fetch" not in called:
-        return lead, [("memory_fetch", {"uri": f"mem://{pointer}"})]
+        return lead, [("memory_fetch", {"uri": f"mem://{pointer}"})] + mixed_call
     return f"I could not find the planted line (stand-in request {n})", []
 
 
@@ -340,7 +385,7 @@ def decide(api, body, scenario, headers):
     """(text, calls): what the scripted model says."""
     n = len(REQUESTS)
     if shell_tool(body) and not scenario:
-        return decide_agent(api, body, preamble_on(headers, body))
+        return decide_agent(api, body, preamble_on(headers, body), turn_mode(headers, body))
     if not all_tools(body) and not scenario:
         return f"Stand-in text (request {n})", []   # titles, summaries
     fetched = fetch_result(api, body)

@@ -5,7 +5,8 @@
 Variants: responses (OpenAIResponsesModel, Runner.run), responses-stream (Runner.run_streamed),
 chat (OpenAIChatCompletionsModel), chat-stream, reasoning (Responses, gpt-5 with
 reasoning effort low, store=False, include reasoning.encrypted_content).
-Turn 1 starts the conversation and writes result.to_input_list() to --state; turn 2 loads
+--header K:V (repeatable) adds a header to every model request (the stand-in's switches,
+e.g. x-standin-turn:parallel). Turn 1 starts the conversation and writes result.to_input_list() to --state; turn 2 loads
 it, adds the follow-up and writes the longer history back.
 Prints one JSON line {"final", "ok", "error", "requests"}; exit 0 on success, 1 on failure.
 """
@@ -49,7 +50,7 @@ async def one_turn(args, counter):
         if request.method == "POST":
             counter[0] += 1
 
-    client = AsyncOpenAI(api_key="sk-test", base_url=args.base_url,
+    client = AsyncOpenAI(api_key="sk-test", base_url=args.base_url, default_headers=args.headers,
                          http_client=httpx.AsyncClient(event_hooks={"request": [count]}, timeout=120))
 
     @function_tool
@@ -104,7 +105,10 @@ def main():
     p.add_argument("--variant", required=True, choices=VARIANTS)
     p.add_argument("--turn", type=int, required=True, choices=sorted(TURNS))
     p.add_argument("--state", required=True)
+    p.add_argument("--header", action="append", default=[], metavar="K:V",
+                   help="an extra HTTP header on every model request (repeatable), e.g. x-standin-turn:mixed")
     args = p.parse_args()
+    args.headers = dict((k.strip(), v.strip()) for k, _, v in (h.partition(":") for h in args.header))
     base = args.base_url.rstrip("/")
     args.base_url = base if base.endswith("/v1") else base + "/v1"
 

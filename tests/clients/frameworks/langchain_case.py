@@ -8,6 +8,7 @@ openai-responses-reasoning (the same with a reasoning model, store=False and
 include=["reasoning.encrypted_content"], so reasoning items go back in the history).
 Each with a "-stream" suffix: the model is built with streaming=True (SSE to the provider)
 and the agent is run with agent.stream(stream_mode=["messages", "values"]), every chunk consumed.
+--header K:V (repeatable) adds a header to every model request (the stand-in's switches).
 Turn 1 writes the conversation (langchain_core messages_to_dict) to --state; turn 2 loads it
 with messages_from_dict, adds the follow-up and writes the longer history back.
 Prints one JSON line {"final", "ok", "error", "requests"}; exit 0 on success, 1 on failure.
@@ -40,7 +41,7 @@ def run_shell(command: str) -> str:
     return proc.stdout + proc.stderr
 
 
-def make_model(variant, base_url):
+def make_model(variant, base_url, headers=None):
     stream = variant.endswith("-stream")
     variant = variant.removesuffix("-stream")
     bare = base_url.rstrip("/")
@@ -50,17 +51,18 @@ def make_model(variant, base_url):
         from langchain_anthropic import ChatAnthropic
         return ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-ant-test", base_url=bare,
                              max_tokens=4096, thinking={"type": "enabled", "budget_tokens": 1024},
-                             streaming=stream)
+                             streaming=stream, default_headers=headers or None)
     from langchain_openai import ChatOpenAI
     v1 = bare + "/v1"
     if variant == "openai-chat":
-        return ChatOpenAI(model="gpt-4.1", api_key="sk-test", base_url=v1, streaming=stream)
+        return ChatOpenAI(model="gpt-4.1", api_key="sk-test", base_url=v1, streaming=stream,
+                          default_headers=headers or None)
     if variant == "openai-responses":
         return ChatOpenAI(model="gpt-4.1", api_key="sk-test", base_url=v1, use_responses_api=True,
-                          streaming=stream)
+                          streaming=stream, default_headers=headers or None)
     return ChatOpenAI(model="gpt-5", api_key="sk-test", base_url=v1, use_responses_api=True,
                       reasoning={"effort": "low"}, store=False, include=["reasoning.encrypted_content"],
-                      streaming=stream)
+                      streaming=stream, default_headers=headers or None)
 
 
 def final_text(message):
@@ -97,7 +99,7 @@ def one_turn(args, counter):
         """
         return run_shell(command)
 
-    agent = create_agent(make_model(args.variant, args.base_url), tools=[shell], system_prompt=SYSTEM)
+    agent = create_agent(make_model(args.variant, args.base_url, args.headers), tools=[shell], system_prompt=SYSTEM)
 
     history = []
     if args.turn > 1:
@@ -128,7 +130,10 @@ def main():
     p.add_argument("--variant", required=True, choices=VARIANTS)
     p.add_argument("--turn", type=int, required=True, choices=sorted(TURNS))
     p.add_argument("--state", required=True)
+    p.add_argument("--header", action="append", default=[], metavar="K:V",
+                   help="an extra HTTP header on every model request (repeatable), e.g. x-standin-turn:mixed")
     args = p.parse_args()
+    args.headers = dict((k.strip(), v.strip()) for k, _, v in (h.partition(":") for h in args.header))
 
     counter = [0]
     out = {"final": None, "ok": False, "error": None, "requests": 0}
