@@ -44,11 +44,15 @@ impl Default for ConversationTiers {
 impl ConversationTiers {
     /// The tier to use for a request whose own count gives `now`: the
     /// highest of `now` and what the conversation reached before, remembered.
+    /// Two requests of one conversation at once cannot lose a rise: the
+    /// read and the write are one step under the key's lock.
     pub fn rise(&self, namespace: &str, conversation: [u8; 32], now: Tier) -> Tier {
         let key = (namespace.to_owned(), conversation);
-        let tier = self.reached.get(&key).map_or(now, |before| before.max(now));
-        self.reached.insert(key, tier);
-        tier
+        let reached = self
+            .reached
+            .entry(key)
+            .and_upsert_with(|before| before.map_or(now, |b| (*b.value()).max(now)));
+        *reached.value()
     }
 }
 
