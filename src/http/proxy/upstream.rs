@@ -31,7 +31,10 @@ impl Upstream {
 }
 
 /// Headers never forwarded in either direction (RFC 9110 hop-by-hop, and
-/// lengths and encodings the proxy sets itself).
+/// lengths and encodings the proxy sets itself: it asks the upstream for
+/// gzip, brotli or zstd and reads the answer decoded, whatever the client
+/// accepts, so an upstream that compresses regardless reaches the client
+/// readable).
 const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
