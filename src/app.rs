@@ -283,6 +283,7 @@ fn proxy_of(config: &Config) -> anyhow::Result<http::proxy::Proxy> {
         },
         config.proxy_max_rounds,
         Duration::from_secs(config.proxy_timeout_secs),
+        Duration::from_secs(config.proxy_idle_secs),
     )
 }
 

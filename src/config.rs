@@ -234,6 +234,10 @@ pub struct Config {
     /// Proxy: seconds an upstream call may take before the client gets a 504.
     #[arg(long, env = "CAIRN_PROXY_TIMEOUT_SECS", default_value_t = 600)]
     pub proxy_timeout_secs: u64,
+    /// Proxy: seconds a streamed answer may send nothing before Cairn ends
+    /// the client's stream with an error (a stalled upstream).
+    #[arg(long, env = "CAIRN_PROXY_IDLE_SECS", default_value_t = 300)]
+    pub proxy_idle_secs: u64,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -288,8 +292,12 @@ impl Config {
         if self.proxy_offload_chars == 0
             || self.proxy_max_rounds == 0
             || self.proxy_timeout_secs == 0
+            || self.proxy_idle_secs == 0
         {
-            return Err("proxy offload chars, max rounds and timeout must be at least 1".into());
+            return Err(
+                "proxy offload chars, max rounds, timeout and idle seconds must be at least 1"
+                    .into(),
+            );
         }
         if self.max_slice_bytes < 16 {
             return Err("max slice bytes must be at least 16".into());

@@ -15,6 +15,9 @@ use cairn::app::App;
 use cairn::config::Config;
 use serde_json::Value;
 
+#[path = "proxy/faults.rs"]
+mod faults;
+
 const SDKS: &str =
     "import openai, anthropic; assert openai.__version__.startswith('3.'), openai.__version__";
 

@@ -22,6 +22,7 @@ answer echoes the request's `tools`, as the real API does.
 Run: python3 upstream.py  → prints the port on its first line.
 """
 
+import gzip
 import json
 import re
 import sys
@@ -366,6 +367,22 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.send_json(status, {"error": {"message": f"stand-in says {status}", "type": "invalid_request_error", "param": None, "code": "standin"}})
             return
+        # Faults (tests/proxy/faults.rs): `reset` closes the connection without
+        # an answer; `status_429` / `status_529` refuse with the provider's
+        # error and `retry-after: 7`; `gzip` sends its JSON answer
+        # gzip-encoded whatever the request accepted; `huge` answers a JSON
+        # body of 3 MiB.
+        if scenario == "reset":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if scenario in ("status_429", "status_529"):
+            status = int(scenario[-3:])
+            kind = "rate_limit_error" if status == 429 else "overloaded_error"
+            error = ({"type": "error", "error": {"type": kind, "message": f"stand-in says {status}"}} if anthropic
+                     else {"error": {"message": f"stand-in says {status}", "type": kind, "param": None, "code": kind}})
+            self.send_json(status, error, headers=[("retry-after", "7")])
+            return
         if api == "count":
             self.send_json(200, {"input_tokens": len(raw) // 4})
             return
@@ -398,6 +415,17 @@ class Handler(BaseHTTPRequestHandler):
                 answer = messages_json(text, calls, model, reasoning)
             else:
                 answer = responses_json(text, calls, model, reasoning, tools)
+            if scenario == "huge":
+                answer["padding"] = "x" * (3 << 20)
+            if scenario == "gzip":
+                packed = gzip.compress(json.dumps(answer).encode())
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-encoding", "gzip")
+                self.send_header("content-length", str(len(packed)))
+                self.end_headers()
+                self.wfile.write(packed)
+                return
             self.send_json(200, answer)
             return
         if api == "chat":
@@ -411,11 +439,20 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("x-request-id", "req_standin_123")
         self.send_header("connection", "close")
         self.end_headers()
+        # `stall`: two events, then silence (longer than the test's idle
+        # limit); `malformed`: an event whose data is not JSON after the first.
         for i, (name, data) in enumerate(events):
             if scenario == "cut" and i == 2:
                 self.wfile.flush()
                 self.close_connection = True
                 return
+            if scenario == "stall" and i == 2:
+                self.wfile.flush()
+                time.sleep(8)
+                self.close_connection = True
+                return
+            if scenario == "malformed" and i == 1:
+                self.wfile.write(b"data: {not json\n\n")
             payload = data if isinstance(data, str) else json.dumps(data)
             chunk = (f"event: {name}\n" if name else "") + f"data: {payload}\n\n"
             self.wfile.write(chunk.encode())

@@ -47,18 +47,22 @@ pub struct Proxy {
     rewrite: RewriteSettings,
     max_rounds: usize,
     timeout: Duration,
+    idle: Duration,
     client: reqwest::Client,
     tiers: ConversationTiers,
 }
 
 impl Proxy {
-    /// A proxy to these upstreams (a provider without one answers 404).
+    /// A proxy to these upstreams (a provider without one answers 404):
+    /// `timeout` for an answer's head (then 504), `idle` for silence inside
+    /// a streamed answer (then the client's stream ends with an error).
     pub fn new(
         openai: Option<Upstream>,
         anthropic: Option<Upstream>,
         rewrite: RewriteSettings,
         max_rounds: usize,
         timeout: Duration,
+        idle: Duration,
     ) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
@@ -70,6 +74,7 @@ impl Proxy {
             rewrite,
             max_rounds: max_rounds.max(1),
             timeout,
+            idle,
             client,
             tiers: ConversationTiers::default(),
         })

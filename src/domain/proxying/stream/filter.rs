@@ -124,11 +124,18 @@ impl Filter {
     /// What to forward now for one upstream event.
     pub fn on_event(&mut self, event: Event) -> Vec<Event> {
         let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
-            // `[DONE]`, comments: the end is written by `finish`.
+            // `[DONE]`: the end is written by `finish`. Anything else that is
+            // no JSON (a keep-alive comment, an event the upstream garbled)
+            // goes on as it came, unless the round's events are held.
             if event.data == "[DONE]" {
                 self.ended = true;
+                return Vec::new();
             }
-            return Vec::new();
+            return if self.holding {
+                Vec::new()
+            } else {
+                vec![event]
+            };
         };
         match self.endpoint {
             Endpoint::Chat => self.chat(event, data),

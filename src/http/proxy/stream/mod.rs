@@ -32,9 +32,6 @@ const MAX_EVENT_BYTES: usize = 16 << 20;
 /// Most of an upstream error body read for its message.
 const ERROR_BYTES: usize = 64 << 10;
 
-/// Longest silence of an upstream stream before it counts as cut.
-const IDLE: Duration = Duration::from_secs(300);
-
 type Chunk = Result<Bytes, std::io::Error>;
 
 /// Starts the exchange; answers the stream's head as soon as the first round's comes.
@@ -152,7 +149,7 @@ impl Rounds {
         let mut bytes = response.bytes_stream();
         loop {
             let started = Instant::now();
-            let next = tokio::time::timeout(IDLE, bytes.next()).await;
+            let next = tokio::time::timeout(self.x.proxy().idle, bytes.next()).await;
             self.waited += started.elapsed();
             match next {
                 Ok(Some(Ok(chunk))) => {
@@ -212,7 +209,9 @@ impl Rounds {
             }
             body
         };
-        let body = tokio::time::timeout(IDLE, read).await.unwrap_or_default();
+        let body = tokio::time::timeout(self.x.proxy().idle, read)
+            .await
+            .unwrap_or_default();
         let message = serde_json::from_slice::<Value>(&body)
             .ok()
             .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))

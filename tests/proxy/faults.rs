@@ -1,0 +1,161 @@
+//! Upstream faults, each with what the client sees, in the provider's shape:
+//! a connection reset before the head, rate limits and overload passed
+//! through unretried, a stalled stream ended after the idle limit, a
+//! malformed event passed on, a compressed answer decoded, an answer larger
+//! than Cairn holds.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::{recorded, serve, upstream};
+
+fn chat(stream: bool) -> Value {
+    json!({"model": "gpt-4o", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
+}
+
+fn messages(stream: bool) -> Value {
+    json!({"model": "claude-sonnet-4-6", "max_tokens": 16, "stream": stream,
+        "messages": [{"role": "user", "content": "hi"}]})
+}
+
+async fn post(base: &str, path: &str, scenario: &str, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .header("authorization", "Bearer sk-test")
+        .header("x-api-key", "sk-ant-test")
+        .header("x-test-scenario", scenario)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_reset_before_the_head_is_a_502_in_the_providers_shape() {
+    let up = upstream();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.upstream_anthropic_url = Some(up.url.clone());
+    })
+    .await;
+    let answer = post(&server.base, "/v1/chat/completions", "reset", &chat(false)).await;
+    assert_eq!(answer.status(), 502);
+    let body: Value = answer.json().await.unwrap();
+    assert!(body["error"]["message"].is_string(), "{body}");
+    let answer = post(&server.base, "/v1/messages", "reset", &messages(true)).await;
+    assert_eq!(answer.status(), 502);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["type"], "error", "{body}");
+}
+
+#[tokio::test]
+async fn rate_limits_and_overload_pass_through_without_a_retry() {
+    let up = upstream();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.upstream_anthropic_url = Some(up.url.clone());
+    })
+    .await;
+    for (path, scenario, body, status, kind) in [
+        (
+            "/v1/chat/completions",
+            "status_429",
+            chat(false),
+            429,
+            "rate_limit_error",
+        ),
+        (
+            "/v1/messages",
+            "status_529",
+            messages(true),
+            529,
+            "overloaded_error",
+        ),
+    ] {
+        let answer = post(&server.base, path, scenario, &body).await;
+        assert_eq!(answer.status(), status, "{path}");
+        assert_eq!(answer.headers()["retry-after"], "7", "{path}");
+        let text = answer.text().await.unwrap();
+        assert!(text.contains(kind), "{path}: {text}");
+    }
+    let sent = recorded(&reqwest::Client::new(), &up).await;
+    assert_eq!(
+        sent.len(),
+        2,
+        "one upstream request each: Cairn retries nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_stream_ends_with_an_error_after_the_idle_limit() {
+    let up = upstream();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.proxy_idle_secs = 1;
+    })
+    .await;
+    let started = Instant::now();
+    let answer = post(&server.base, "/v1/chat/completions", "stall", &chat(true)).await;
+    assert_eq!(answer.status(), 200);
+    let read = answer.text().await;
+    let took = started.elapsed();
+    assert!(
+        read.is_err(),
+        "a stalled stream must not end as if complete"
+    );
+    assert!(
+        took < Duration::from_secs(6),
+        "ended after the 1 s idle limit, not the upstream's 8 s stall: {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_event_passes_on_and_the_stream_completes() {
+    let up = upstream();
+    let server = serve(|c| c.upstream_anthropic_url = Some(up.url.clone())).await;
+    let answer = post(&server.base, "/v1/messages", "malformed", &messages(true)).await;
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.expect("the stream ends cleanly");
+    assert!(text.contains("data: {not json"), "{text}");
+    assert!(text.contains("message_stop"), "{text}");
+}
+
+#[tokio::test]
+async fn a_compressed_answer_reaches_the_client_decoded() {
+    let up = upstream();
+    let server = serve(|c| c.upstream_openai_url = Some(format!("{}/v1", up.url))).await;
+    let answer = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", server.base))
+        .header("authorization", "Bearer sk-test")
+        .header("accept-encoding", "identity")
+        .header("x-test-scenario", "gzip")
+        .json(&chat(false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(answer.headers().get("content-encoding").is_none());
+    let body: Value = answer.json().await.expect("plain JSON");
+    assert_eq!(body["object"], "chat.completion", "{body}");
+}
+
+#[tokio::test]
+async fn an_answer_larger_than_cairn_holds_is_a_502() {
+    let up = upstream();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.max_json_bytes = 1 << 20;
+    })
+    .await;
+    let answer = post(&server.base, "/v1/chat/completions", "huge", &chat(false)).await;
+    assert_eq!(answer.status(), 502);
+    let body: Value = answer.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("larger"),
+        "{body}"
+    );
+}
