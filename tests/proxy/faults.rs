@@ -159,3 +159,28 @@ async fn an_answer_larger_than_cairn_holds_is_a_502() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn a_client_that_goes_away_mid_stream_cancels_the_upstream_request() {
+    let up = upstream();
+    let server = serve(|c| c.upstream_openai_url = Some(format!("{}/v1", up.url))).await;
+    let mut answer = post(&server.base, "/v1/chat/completions", "slow", &chat(true)).await;
+    assert_eq!(answer.status(), 200);
+    // The first bytes arrive, then the client leaves.
+    let first = answer.chunk().await.unwrap();
+    assert!(first.is_some());
+    drop(answer);
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(8);
+    loop {
+        let sent = recorded(&http, &up).await;
+        if sent.last().is_some_and(|r| r["cancelled"] == true) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the upstream kept streaming to nobody: {sent:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -453,6 +453,19 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if scenario == "malformed" and i == 1:
                 self.wfile.write(b"data: {not json\n\n")
+            # `slow`: one event every 0.3 s, padded out to ~40 events; a write
+            # that fails means the reader went away: recorded as `cancelled`.
+            if scenario == "slow" and i == 1:
+                try:
+                    for _ in range(40):
+                        self.wfile.write(b": still thinking\n\n")
+                        self.wfile.flush()
+                        time.sleep(0.3)
+                except OSError:
+                    with LOCK:
+                        REQUESTS[-1]["cancelled"] = True
+                    self.close_connection = True
+                    return
             payload = data if isinstance(data, str) else json.dumps(data)
             chunk = (f"event: {name}\n" if name else "") + f"data: {payload}\n\n"
             self.wfile.write(chunk.encode())
