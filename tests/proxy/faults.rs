@@ -184,3 +184,44 @@ async fn a_client_that_goes_away_mid_stream_cancels_the_upstream_request() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn a_stream_cut_during_a_hidden_round_is_cut_for_the_client_and_the_pieces_stay() {
+    let up = upstream();
+    let server = serve(|c| c.upstream_openai_url = Some(format!("{}/v1", up.url))).await;
+    let big: String = (1..=3000).map(|i| format!("row {i}\n")).collect();
+    let body = json!({"model": "gpt-4o", "stream": true,
+        "tools": [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}],
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": big}]});
+    let answer = post(&server.base, "/v1/chat/completions", "cut_round", &body).await;
+    assert_eq!(answer.status(), 200);
+    assert!(
+        answer.text().await.is_err(),
+        "the retrieval round's cut reaches the client as a cut"
+    );
+    let sent = recorded(&reqwest::Client::new(), &up).await;
+    assert_eq!(sent.len(), 2, "the first round and the retrieval round");
+    // What was offloaded before the fault is still there, byte for byte.
+    let http = reqwest::Client::new();
+    let listed: Value = http
+        .get(format!("{}/v1/memories", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = listed["memories"][0]["id"].as_str().unwrap().to_owned();
+    let content = http
+        .get(format!("{}/v1/memories/{id}/content", server.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(content, big);
+}

@@ -441,8 +441,11 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         # `stall`: two events, then silence (longer than the test's idle
         # limit); `malformed`: an event whose data is not JSON after the first.
+        # `cut_round`: only a retrieval round (a memory_fetch result in the
+        # body) is cut.
+        cut = scenario == "cut" or (scenario == "cut_round" and fetch_result(api, body) is not None)
         for i, (name, data) in enumerate(events):
-            if scenario == "cut" and i == 2:
+            if cut and i == 2:
                 self.wfile.flush()
                 self.close_connection = True
                 return
