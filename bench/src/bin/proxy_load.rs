@@ -1,0 +1,546 @@
+//! The LLM proxy under load: many concurrent agent conversations, streamed
+//! and not, each turn carrying a new 50 KB tool result that Cairn offloads
+//! and a retrieval round Cairn resolves, against a stand-in provider with a
+//! provider's latency (head after 300 ms–2 s, streamed answers over a
+//! second). The same load goes straight to the stand-in first (without
+//! Cairn there is no pointer, so no retrieval round), then through a Cairn
+//! release server started here, whose memory is read from `/proc` the whole
+//! time.
+//!
+//! Added latency is measured against what the stand-in itself took:
+//! at the first byte of a streamed turn, the client's head latency minus the
+//! stand-in's delay before the first round's head; for a JSON turn, the
+//! client's whole latency minus every round's time inside the stand-in.
+//!
+//! `cargo build --release -p cairn && cargo run --release -p cairn-bench --bin proxy_load -- [--conversations 200] [--turns 3] [--minutes 0]`
+//! (`--minutes N`: keep conversations going for N minutes, a soak; RSS is
+//! sampled every second and its slope reported). Writes its section of
+//! bench/REPORT.md between `<!-- proxy_load -->` markers.
+
+#![allow(dead_code)]
+
+#[path = ".."]
+mod shared {
+    pub mod marked;
+    pub mod procfs;
+}
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use axum::Router;
+use axum::body::Body;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::post;
+use clap::Parser;
+use serde_json::{Value, json};
+
+#[derive(Parser)]
+struct Args {
+    /// Conversations at once.
+    #[arg(long, default_value_t = 200)]
+    conversations: usize,
+    /// Turns per conversation (each with a new 50 KB tool result).
+    #[arg(long, default_value_t = 3)]
+    turns: usize,
+    /// Keep conversations going this long (0: one pass of `turns`).
+    #[arg(long, default_value_t = 0)]
+    minutes: u64,
+    /// The Cairn binary.
+    #[arg(long, default_value = "target/release/cairn")]
+    cairn: String,
+}
+
+/// What the stand-in spent on each turn: the delay before its first round's
+/// head and the time of every round, keyed by `x-bench-turn`.
+#[derive(Default)]
+struct Spent {
+    first_delay: HashMap<String, Duration>,
+    total: HashMap<String, Duration>,
+}
+
+type Ledger = Arc<Mutex<Spent>>;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let spent: Ledger = Arc::default();
+    let upstream = stand_in(spent.clone()).await?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.conversations)
+        .build()?;
+
+    let direct = run_load(&client, &format!("{upstream}/v1"), &args, &spent, None).await?;
+
+    let dir = std::env::temp_dir().join(format!("cairn-proxy-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let port = free_port()?;
+    let mut child = tokio::process::Command::new(&args.cairn)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .args(["--upstream-openai-url", &format!("{upstream}/v1")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {}", args.cairn))?;
+    let pid = child.id().context("cairn exited")?;
+    let cairn = format!("http://127.0.0.1:{port}");
+    for _ in 0..100 {
+        if client.get(format!("{cairn}/healthz")).send().await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let idle_rss = shared::procfs::memory(pid)?.rss_kib;
+    let through = run_load(&client, &format!("{cairn}/v1"), &args, &spent, Some(pid)).await?;
+    // What Cairn keeps once the load is over.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let after_rss = shared::procfs::memory(pid)?.rss_kib;
+    let _ = child.kill().await;
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let section = render(&args, &direct, &through, idle_rss, after_rss);
+    println!("{section}");
+    shared::marked::write_section("proxy_load", &section)?;
+    Ok(())
+}
+
+/// One load run's figures.
+#[derive(Default)]
+struct Run {
+    turns: usize,
+    errors: Vec<String>,
+    /// Streamed turns: client head latency minus the stand-in's first delay.
+    first_byte_added: Vec<Duration>,
+    /// JSON turns: client latency minus the stand-in's time over all rounds.
+    whole_added: Vec<Duration>,
+    /// Upstream rounds per turn (1 direct; 2 through Cairn: the retrieval).
+    rounds: Vec<usize>,
+    /// (seconds since start, RSS KiB) samples of Cairn.
+    rss: Vec<(f64, u64)>,
+    elapsed: Duration,
+}
+
+async fn run_load(
+    client: &reqwest::Client,
+    base: &str,
+    args: &Args,
+    spent: &Ledger,
+    pid: Option<u32>,
+) -> anyhow::Result<Run> {
+    let started = Instant::now();
+    let deadline = (args.minutes > 0).then(|| started + Duration::from_secs(args.minutes * 60));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = pid.map(|pid| {
+        let done = done.clone();
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(m) = shared::procfs::memory(pid) {
+                    samples.push((started.elapsed().as_secs_f64(), m.rss_kib));
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            samples
+        })
+    });
+    let tag = if pid.is_some() { "cairn" } else { "direct" };
+    let conversations = args.conversations;
+    let tasks: Vec<_> = (0..args.conversations)
+        .map(|c| {
+            let client = client.clone();
+            let base = base.to_owned();
+            let turns = args.turns;
+            let tag = tag.to_owned();
+            // Starts spread over the first two seconds, as agents arrive.
+            let start = Duration::from_millis((c as u64 * 2000) / conversations.max(1) as u64);
+            tokio::spawn(async move {
+                tokio::time::sleep(start).await;
+                conversation(&client, &base, c, turns, deadline, &tag).await
+            })
+        })
+        .collect();
+    let mut run = Run::default();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.extend(task.await?);
+    }
+    run.elapsed = started.elapsed();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(sampler) = sampler {
+        run.rss = sampler.await?;
+    }
+    let spent = spent.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    for outcome in outcomes {
+        run.turns += 1;
+        match outcome {
+            Err(e) => run.errors.push(e),
+            Ok(t) => {
+                let first = spent.first_delay.get(&t.key).copied().unwrap_or_default();
+                let total = spent.total.get(&t.key).copied().unwrap_or_default();
+                if t.stream {
+                    run.first_byte_added.push(t.head.saturating_sub(first));
+                } else {
+                    run.rounds.push(t.rounds);
+                    run.whole_added.push(t.whole.saturating_sub(total));
+                }
+            }
+        }
+    }
+    Ok(run)
+}
+
+/// One turn as the client saw it.
+struct Turn {
+    key: String,
+    stream: bool,
+    head: Duration,
+    whole: Duration,
+    rounds: usize,
+}
+
+/// A conversation: turn after turn, each adding an assistant call and a new
+/// 50 KB tool result to the history.
+async fn conversation(
+    client: &reqwest::Client,
+    base: &str,
+    c: usize,
+    turns: usize,
+    deadline: Option<Instant>,
+    tag: &str,
+) -> Vec<Result<Turn, String>> {
+    let stream = c.is_multiple_of(2);
+    let mut messages =
+        vec![json!({"role": "user", "content": format!("conversation {c}: fix the build")})];
+    let mut out = Vec::new();
+    let mut turn = 0;
+    loop {
+        let more = match deadline {
+            Some(deadline) => Instant::now() < deadline,
+            None => turn < turns,
+        };
+        if !more {
+            break;
+        }
+        let call_id = format!("call_{c}_{turn}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "run", "arguments": "{}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output(c, turn)}));
+        let key = format!("{tag}-{c}-{turn}");
+        let body = json!({"model": "gpt-4.1", "stream": stream, "messages": messages,
+            "tools": [{"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}]});
+        let result = one_turn(client, base, &key, stream, &body).await;
+        if let Ok((_, text)) = &result {
+            messages.push(json!({"role": "assistant", "content": text}));
+            messages.push(json!({"role": "user", "content": "go on"}));
+        }
+        out.push(result.map(|(t, _)| t));
+        turn += 1;
+    }
+    out
+}
+
+async fn one_turn(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    stream: bool,
+    body: &Value,
+) -> Result<(Turn, String), String> {
+    let started = Instant::now();
+    let response = client
+        .post(format!("{base}/chat/completions"))
+        .header("authorization", "Bearer sk-load")
+        .header("x-bench-turn", key)
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+    let head = started.elapsed();
+    let status = response.status();
+    let rounds = response
+        .headers()
+        .get("x-cairn-rounds")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(1, |r| r + 1);
+    let text = response.text().await.map_err(|e| format!("body: {e}"))?;
+    let whole = started.elapsed();
+    if !status.is_success() {
+        return Err(format!(
+            "{status}: {}",
+            text.chars().take(200).collect::<String>()
+        ));
+    }
+    if stream && !text.contains("[DONE]") {
+        return Err("stream without [DONE]".into());
+    }
+    Ok((
+        Turn {
+            key: key.to_owned(),
+            stream,
+            head,
+            whole,
+            rounds,
+        },
+        "done".to_owned(),
+    ))
+}
+
+/// A new ~50 KB tool output: build log lines unique to the conversation and turn.
+fn output(c: usize, turn: usize) -> String {
+    (0..800)
+        .map(|i| {
+            format!("[{c:04}/{turn:02}] compiling crate_{i} v0.{turn}.{i} (/src/crate_{i}) ok\n")
+        })
+        .collect()
+}
+
+/// The stand-in provider: a provider's latency, and a scripted model that
+/// calls `memory_fetch` once when a pointer is offered to it.
+async fn stand_in(spent: Ledger) -> anyhow::Result<String> {
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move |headers: HeaderMap, body: axum::body::Bytes| {
+            let spent = spent.clone();
+            async move { answer(spent, headers, body).await }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(url)
+}
+
+async fn answer(spent: Ledger, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let arrived = Instant::now();
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let key = headers
+        .get("x-bench-turn")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let fetched = messages.last().is_some_and(|m| {
+        m["role"] == "tool"
+            && m["tool_call_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("fetch_"))
+    });
+    let offered = request["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "memory_fetch"));
+    // The first pointer in the conversation (not in Cairn's tool descriptions).
+    let pointer = (!fetched && offered)
+        .then(|| {
+            let text = Value::Array(messages.clone()).to_string();
+            text.match_indices("mem://").find_map(|(at, _)| {
+                let id: String = text[at + 6..]
+                    .chars()
+                    .take_while(char::is_ascii_hexdigit)
+                    .collect();
+                (id.len() >= 12).then_some(id)
+            })
+        })
+        .flatten();
+    // A provider's latency: the head after 300 ms–2 s (spread by the body's length).
+    let delay = Duration::from_millis(300 + (body.len() as u64 * 7919) % 1700);
+    tokio::time::sleep(delay).await;
+    let stream = request["stream"] == true;
+    let usage = json!({"prompt_tokens": body.len() / 4, "completion_tokens": 12, "total_tokens": body.len() / 4 + 12});
+    let record = move |spent: &Ledger, took: Duration| {
+        if let Ok(mut s) = spent.lock() {
+            s.first_delay.entry(key.clone()).or_insert(delay);
+            *s.total.entry(key.clone()).or_default() += took;
+        }
+    };
+    let call = pointer.map(|id| {
+        json!([{"index": 0, "id": format!("fetch_{id}"), "type": "function",
+            "function": {"name": "memory_fetch", "arguments": json!({"uri": format!("mem://{id}#L1-5")}).to_string()}}])
+    });
+    if !stream {
+        // The rest of the answer's generation: another second.
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let message = match &call {
+            Some(calls) => json!({"role": "assistant", "content": null, "tool_calls": calls}),
+            None => json!({"role": "assistant", "content": "The build is fixed."}),
+        };
+        let answer = json!({"id": "chatcmpl-load", "object": "chat.completion", "created": 1, "model": "gpt-4.1",
+            "choices": [{"index": 0, "message": message, "finish_reason": if call.is_some() {"tool_calls"} else {"stop"}}],
+            "usage": usage});
+        record(&spent, arrived.elapsed());
+        return Response::builder()
+            .header("content-type", "application/json")
+            .body(Body::from(answer.to_string()))
+            .unwrap_or_default();
+    }
+    // Streamed: ten chunks over a second, then the finish and usage chunks.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(16);
+    tokio::spawn(async move {
+        let chunk = |delta: Value, finish: Value| {
+            format!(
+                "data: {}\n\n",
+                json!({"id": "chatcmpl-load", "object": "chat.completion.chunk", "created": 1,
+                "model": "gpt-4.1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            )
+        };
+        let mut events = vec![chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        )];
+        match &call {
+            Some(calls) => events.push(chunk(json!({"tool_calls": calls}), Value::Null)),
+            None => events.extend(
+                (0..10).map(|i| chunk(json!({"content": format!("word{i} ")}), Value::Null)),
+            ),
+        }
+        events.push(chunk(
+            json!({}),
+            json!(if call.is_some() { "tool_calls" } else { "stop" }),
+        ));
+        events.push(format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-load", "object": "chat.completion.chunk",
+            "created": 1, "model": "gpt-4.1", "choices": [], "usage": usage})
+        ));
+        events.push("data: [DONE]\n\n".to_owned());
+        for event in events {
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        record(&spent, arrived.elapsed());
+    });
+    let stream = tokio_stream_of(rx);
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap_or_default()
+}
+
+fn tokio_stream_of(
+    mut rx: tokio::sync::mpsc::Receiver<Result<String, std::io::Error>>,
+) -> impl futures::Stream<Item = Result<String, std::io::Error>> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn percentile(samples: &[Duration], q: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+    ms.sort_by(f64::total_cmp);
+    ms[((ms.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Least-squares slope of RSS over time, in MiB per minute.
+fn slope(samples: &[(f64, u64)]) -> f64 {
+    let n = samples.len() as f64;
+    if n < 2.0 {
+        return 0.0;
+    }
+    let (sx, sy) = samples
+        .iter()
+        .fold((0.0, 0.0), |(sx, sy), (x, y)| (sx + x, sy + *y as f64));
+    let (mx, my) = (sx / n, sy / n);
+    let (num, den) = samples.iter().fold((0.0, 0.0), |(num, den), (x, y)| {
+        (num + (x - mx) * (*y as f64 - my), den + (x - mx) * (x - mx))
+    });
+    if den == 0.0 {
+        0.0
+    } else {
+        num / den / 1024.0 * 60.0
+    }
+}
+
+fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u64) -> String {
+    let peak = through.rss.iter().map(|s| s.1).max().unwrap_or(0);
+    let end = through.rss.last().map_or(0, |s| s.1);
+    let mut out = String::new();
+    out.push_str("<!-- proxy_load -->\n## LLM proxy under load\n\n");
+    out.push_str(&format!(
+        "`cargo run --release -p cairn-bench --bin proxy_load -- --conversations {} --turns {}{}` — {} conversations at once (starting over 2 s, half streamed), each turn a new 50 KB tool result that Cairn offloads and a `memory_fetch` round it resolves; the stand-in answers after 300 ms–2 s and streams over ~1 s. Cairn: the release binary, SQLite, this 2-core machine.\n\n",
+        args.conversations,
+        args.turns,
+        if args.minutes > 0 { format!(" --minutes {}", args.minutes) } else { String::new() },
+        args.conversations
+    ));
+    out.push_str("| measure | direct | through Cairn | target |\n| --- | --- | --- | --- |\n");
+    out.push_str(&format!(
+        "| turns / errors | {} / {} | {} / {} | no error the direct run did not have |\n",
+        direct.turns,
+        direct.errors.len(),
+        through.turns,
+        through.errors.len()
+    ));
+    out.push_str(&format!(
+        "| upstream rounds per JSON turn (mean) | {:.2} | {:.2} | — |\n",
+        mean(&direct.rounds),
+        mean(&through.rounds)
+    ));
+    for (name, d, t, target) in [
+        (
+            "added at the first byte, streamed turns, p50 / p99",
+            &direct.first_byte_added,
+            &through.first_byte_added,
+            "p99 < 50 ms",
+        ),
+        (
+            "added over the whole turn, JSON turns, p50 / p99",
+            &direct.whole_added,
+            &through.whole_added,
+            "—",
+        ),
+    ] {
+        out.push_str(&format!(
+            "| {name} | {:.1} / {:.1} ms | {:.1} / {:.1} ms | {target} |\n",
+            percentile(d, 0.5),
+            percentile(d, 0.99),
+            percentile(t, 0.5),
+            percentile(t, 0.99)
+        ));
+    }
+    out.push_str(&format!(
+        "| Cairn's RSS: idle / peak / at the end / 15 s after, slope under load | — | {} / {} / {} / {} MiB, {:+.1} MiB/min | < 300 MB, flat |\n",
+        idle_rss / 1024,
+        peak / 1024,
+        end / 1024,
+        after_rss / 1024,
+        slope(&through.rss)
+    ));
+    out.push_str(&format!(
+        "| wall time | {:.1} s | {:.1} s | — |\n",
+        direct.elapsed.as_secs_f64(),
+        through.elapsed.as_secs_f64()
+    ));
+    if let Some(e) = through.errors.first() {
+        out.push_str(&format!("\nFirst error through Cairn: `{e}`\n"));
+    }
+    out.push_str("<!-- /proxy_load -->\n");
+    out
+}
+
+fn mean(values: &[usize]) -> f64 {
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<usize>() as f64 / values.len() as f64
+    }
+}
