@@ -99,7 +99,6 @@ def test_big_streamed_upload_sync(bulk_server: Server) -> None:
     assert traced_peak < LIMIT
 
 
-@pytest.mark.skipif(SIZE_MIB > 256, reason="the async path is checked at the CI size")
 def test_big_streamed_upload_async(bulk_server: Server) -> None:
     size = min(SIZE_MIB, 64)
     block = make_block(uuid.uuid4().hex)
