@@ -12,14 +12,12 @@
 //! see `postgres/feed.rs`), so a crash loses no work: an object re-indexed
 //! after a restart first has its old documents deleted.
 
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
-use tantivy::columnar::{Column, StrColumn};
 use tantivy::directory::MmapDirectory;
 use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{
@@ -29,10 +27,13 @@ use tantivy::{
     DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
 };
 
+use self::columns::Columns;
 use super::expression::Expr;
-use super::{FrameBatch, FrameLines, FrameWords, IndexedFrame};
+use super::{FrameBatch, FrameLines, IndexedFrame};
 use crate::storage::StorageError;
 
+mod columns;
+mod frame_words;
 mod pairs;
 mod translate;
 mod words;
@@ -473,121 +474,6 @@ impl FullText {
         frames.sort_unstable();
         frames.dedup();
         Ok(Some(frames))
-    }
-}
-
-impl FullText {
-    /// Each indexed frame of object `hash`, whether its text holds every
-    /// one of `words` (terms as the tokenizer spells them) and its
-    /// [`FrameLines`]; nothing for an object deleted since the last commit.
-    /// A frame indexed twice (a retry not yet committed) holds the same
-    /// content both times; its flags are taken together all the same.
-    pub(crate) fn frame_words(
-        &self,
-        hash: &str,
-        words: &[String],
-    ) -> Result<Vec<FrameWords>, StorageError> {
-        if lock(&self.pending).removed.contains(hash) {
-            return Ok(Vec::new());
-        }
-        let searcher = self.reader.searcher();
-        let object = || -> Box<dyn Query> {
-            Box::new(TermQuery::new(
-                Term::from_field_text(self.hash, hash),
-                IndexRecordOption::Basic,
-            ))
-        };
-        let every = searcher
-            .search(&object(), &DocSetCollector)
-            .map_err(failed)?;
-        let mut clauses = vec![(Occur::Must, object())];
-        for word in words {
-            clauses.push((
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(self.body, word),
-                    IndexRecordOption::Basic,
-                )) as Box<dyn Query>,
-            ));
-        }
-        let holding = searcher
-            .search(&BooleanQuery::new(clauses), &DocSetCollector)
-            .map_err(failed)?;
-        let mut columns: HashMap<u32, (Column<u64>, Column<u64>)> = HashMap::new();
-        let mut frames: HashMap<u32, FrameWords> = HashMap::new();
-        for address in every {
-            let (idx, lines) = match columns.entry(address.segment_ord) {
-                Entry::Occupied(open) => open.into_mut(),
-                Entry::Vacant(slot) => {
-                    let fields = searcher.segment_reader(address.segment_ord).fast_fields();
-                    slot.insert((
-                        fields.u64("idx").map_err(failed)?,
-                        fields.u64(LINES).map_err(failed)?,
-                    ))
-                }
-            };
-            let (Some(idx), bits) = (idx.first(address.doc_id), lines.first(address.doc_id)) else {
-                continue;
-            };
-            let bits = bits.unwrap_or(0);
-            let seen = FrameWords {
-                idx: u32::try_from(idx).unwrap_or(u32::MAX),
-                holds_words: holding.contains(&address),
-                lines: FrameLines {
-                    starts_line: bits & STARTS_LINE != 0,
-                    whole_lines: bits & WHOLE_LINES != 0,
-                },
-            };
-            frames
-                .entry(seen.idx)
-                .and_modify(|known| {
-                    known.holds_words |= seen.holds_words;
-                    known.lines.starts_line &= seen.lines.starts_line;
-                    known.lines.whole_lines &= seen.lines.whole_lines;
-                })
-                .or_insert(seen);
-        }
-        let mut frames: Vec<FrameWords> = frames.into_values().collect();
-        frames.sort_unstable_by_key(|f| f.idx);
-        Ok(frames)
-    }
-}
-
-/// The fast-field columns of a searcher's segments, opened as needed.
-struct Columns<'a> {
-    searcher: &'a Searcher,
-    open: HashMap<u32, (StrColumn, Column<u64>)>,
-    word: String,
-}
-
-impl<'a> Columns<'a> {
-    fn new(searcher: &'a Searcher) -> Self {
-        Self {
-            searcher,
-            open: HashMap::new(),
-            word: String::new(),
-        }
-    }
-
-    /// The object hash and frame index of one document.
-    fn read(&mut self, address: DocAddress) -> Result<(String, u32), StorageError> {
-        let missing =
-            || StorageError::Database("full-text index: a document lacks its hash".into());
-        if !self.open.contains_key(&address.segment_ord) {
-            let fields = self
-                .searcher
-                .segment_reader(address.segment_ord)
-                .fast_fields();
-            let hash = fields.str("hash").map_err(failed)?.ok_or_else(missing)?;
-            let idx = fields.u64("idx").map_err(failed)?;
-            self.open.insert(address.segment_ord, (hash, idx));
-        }
-        let (hash, idx) = self.open.get(&address.segment_ord).ok_or_else(missing)?;
-        let ord = hash.term_ords(address.doc_id).next().ok_or_else(missing)?;
-        self.word.clear();
-        hash.ord_to_str(ord, &mut self.word)?;
-        let frame = idx.first(address.doc_id).ok_or_else(missing)?;
-        Ok((self.word.clone(), u32::try_from(frame).unwrap_or(u32::MAX)))
     }
 }
 
