@@ -24,50 +24,19 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.error
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from crashkit import free_port, http, start  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STANDIN = os.path.join(HERE, "..", "tests", "proxy", "upstream.py")
 POINTER = re.compile(r"mem://([0-9a-f]{64})")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http(method, url, body=None, headers=None, timeout=30):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-    if data is not None:
-        req.add_header("content-type", "application/json")
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.status, r.read()
-
-
-def start_cairn(binary, port, data, upstream):
-    proc = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data,
-                             "--upstream-openai-url", f"{upstream}/v1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    started = time.perf_counter()
-    while True:
-        try:
-            http("GET", f"http://127.0.0.1:{port}/readyz", timeout=1)
-            return proc, time.perf_counter() - started
-        except (OSError, urllib.error.URLError):
-            if proc.poll() is not None:
-                raise SystemExit(f"cairn exited with {proc.returncode} at start")
-            if time.perf_counter() - started > 60:
-                raise SystemExit("cairn did not get ready within 60 s")
-            time.sleep(0.02)
 
 
 CUT = [0]
@@ -125,7 +94,7 @@ def main():
     base = f"http://127.0.0.1:{port}"
     restarts, seen = [], set()
     try:
-        proc, _ = start_cairn(args.binary, port, data, upstream)
+        proc, _ = start(args.binary, port, data, "--upstream-openai-url", f"{upstream}/v1")
         for cycle in range(args.cycles):
             threads = [threading.Thread(target=one_request, args=(base, cycle, n)) for n in range(args.concurrent)]
             for t in threads:
@@ -135,7 +104,7 @@ def main():
             proc.wait()
             for t in threads:
                 t.join()
-            proc, took = start_cairn(args.binary, port, data, upstream)
+            proc, took = start(args.binary, port, data, "--upstream-openai-url", f"{upstream}/v1")
             restarts.append(took)
             _, recorded = http("GET", f"{upstream}/_requests")
             for r in json.loads(recorded):

@@ -23,44 +23,14 @@ import json
 import os
 import random
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.error
-import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http(method, url, data=None, timeout=10):
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("content-type", "application/octet-stream")
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.status, r.read()
-
-
-def start(binary, port, data):
-    proc = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    started = time.perf_counter()
-    while True:
-        try:
-            http("GET", f"http://127.0.0.1:{port}/readyz", timeout=1)
-            return proc, time.perf_counter() - started
-        except (OSError, urllib.error.URLError):
-            if proc.poll() is not None:
-                raise SystemExit(f"cairn exited with {proc.returncode} at start")
-            if time.perf_counter() - started > 60:
-                raise SystemExit("cairn did not get ready within 60 s")
-            time.sleep(0.01)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from crashkit import free_port, http, start  # noqa: E402
 
 
 class State:
@@ -81,7 +51,8 @@ def worker(base, state, stop, seed):
                 size = rng.choice([1 << 10, 16 << 10, 64 << 10, 256 << 10])
                 head = f"{seed} {time.time_ns()} {rng.random()}\n".encode()
                 body = head + os.urandom(size // 2).hex().encode()[: size - len(head)]
-                status, answer = http("POST", f"{base}/v1/memories?type=CONTEXT&mime=text/plain", body)
+                status, answer = http("POST", f"{base}/v1/memories?type=CONTEXT&mime=text/plain", body,
+                                      content_type="application/octet-stream")
                 mid = json.loads(answer)["id"]
                 with state.lock:
                     state.live[mid] = hashlib.sha256(body).hexdigest()
