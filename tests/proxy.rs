@@ -367,19 +367,18 @@ async fn x_cairn_thread_links_the_offloaded_pieces() {
     let memories = listed["memories"].as_array().unwrap();
     assert_eq!(memories.len(), 1, "{listed}");
     assert_eq!(memories[0]["subtype"], "ls");
-    let content = http
-        .get(format!(
-            "{}/v1/memories/{}/content",
-            server.base,
-            memories[0]["id"].as_str().unwrap()
-        ))
-        .send()
+    let content = content_of(&server, memories[0]["id"].as_str().unwrap()).await;
+    assert_eq!(content, big, "the offloaded piece comes back byte for byte");
+}
+
+/// A stored memory's whole content, as text.
+async fn content_of(server: &Server, id: &str) -> String {
+    reqwest::get(format!("{}/v1/memories/{id}/content", server.base))
         .await
         .unwrap()
         .text()
         .await
-        .unwrap();
-    assert_eq!(content, big, "the offloaded piece comes back byte for byte");
+        .unwrap()
 }
 
 /// The stand-in's record of the requests it got since the last reset.

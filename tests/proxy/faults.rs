@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{recorded, serve, upstream};
+use super::{content_of, recorded, serve, upstream};
 
 fn chat(stream: bool) -> Value {
     json!({"model": "gpt-4o", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
@@ -214,14 +214,7 @@ async fn a_stream_cut_during_a_hidden_round_is_cut_for_the_client_and_the_pieces
         .json()
         .await
         .unwrap();
-    let id = listed["memories"][0]["id"].as_str().unwrap().to_owned();
-    let content = http
-        .get(format!("{}/v1/memories/{id}/content", server.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let id = listed["memories"][0]["id"].as_str().unwrap();
+    let content = content_of(&server, id).await;
     assert_eq!(content, big);
 }
