@@ -14,6 +14,7 @@ use crate::domain::ingest::IngestConfig;
 use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
 use crate::domain::memories::Memories;
 use crate::domain::pricing::Pricing;
+use crate::domain::proxying::exchanges::ExchangeLedger;
 use crate::domain::retention::{Maintenance, RetentionPolicy, RetentionRule};
 use crate::domain::search::Search;
 use crate::domain::slicing::SliceLimits;
@@ -169,8 +170,15 @@ impl App {
             interval: Duration::from_secs(config.retention_interval_secs),
         });
         let proxy = Arc::new(proxy_of(config)?);
+        let exchanges = Arc::new(ExchangeLedger::new(
+            ledger.clone(),
+            meta.clone(),
+            (config.exchanges_keep_days > 0)
+                .then(|| Duration::from_secs(config.exchanges_keep_days.saturating_mul(86_400))),
+        ));
         let state = AppState {
             proxy,
+            exchanges,
             cache,
             metrics,
             maintenance,

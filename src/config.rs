@@ -179,6 +179,10 @@ pub struct Config {
     /// Background retention: keep at most this many memories per namespace (oldest go first).
     #[arg(long, env = "CAIRN_RETENTION_KEEP_ENTRIES")]
     pub retention_keep_entries: Option<u64>,
+    /// Days the exchange ledger keeps a proxied conversation after its last
+    /// request (0: for ever).
+    #[arg(long, env = "CAIRN_EXCHANGES_KEEP_DAYS", default_value_t = 30)]
+    pub exchanges_keep_days: u64,
     /// Seconds between background retention rounds (expired memories go at each round too).
     #[arg(long, env = "CAIRN_RETENTION_INTERVAL_SECS", default_value_t = 60)]
     pub retention_interval_secs: u64,

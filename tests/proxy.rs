@@ -17,6 +17,8 @@ use serde_json::Value;
 
 #[path = "proxy/faults.rs"]
 mod faults;
+#[path = "proxy/ledger.rs"]
+mod ledger;
 
 const SDKS: &str =
     "import openai, anthropic; assert openai.__version__.startswith('3.'), openai.__version__";

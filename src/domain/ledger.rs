@@ -18,7 +18,7 @@ use super::pricing::{Pricing, normalize};
 use super::tokens::Counter;
 use crate::metrics::{Metrics, type_label};
 use crate::storage::cache::spend::SharedSpend;
-use crate::storage::meta::{CalibrationRow, LedgerStore, UsageQuery, UsageRow};
+use crate::storage::meta::{CalibrationRow, ExchangeRow, LedgerStore, UsageQuery, UsageRow};
 
 pub mod budget;
 pub mod calibration;
@@ -360,7 +360,12 @@ impl Ledger {
     ) -> Result<UsageRecorded, DomainError> {
         let now = self.clock.now();
         let price = self.config.pricing.price(Some(&report.model));
-        let cost = price.cost(report.input_tokens, report.output_tokens);
+        let cost = price.cost_cached(
+            report.input_tokens,
+            report.cache_read_tokens,
+            report.cache_write_tokens,
+            report.output_tokens,
+        );
         let (today, calibration) = {
             let mut state = self.lock();
             let spend = state
@@ -450,6 +455,21 @@ impl Ledger {
             },
             None => Calibrated { tokens, method },
         }
+    }
+
+    /// Queues an exchange's record for the next write.
+    pub fn queue_exchange(&self, row: ExchangeRow) {
+        if !self.lock().pending.add_exchange(row) {
+            tracing::warn!(
+                most = pending::MAX_PENDING_EXCHANGES,
+                "too many exchanges wait for the store: the oldest was dropped"
+            );
+        }
+    }
+
+    /// Removes, at the next write, the exchange threads idle since before `before_ms`.
+    pub fn expire_exchanges(&self, before_ms: i64) {
+        self.lock().pending.expire_exchanges(before_ms);
     }
 
     /// Writes what is pending; on failure it stays pending for the next flush.

@@ -1,6 +1,7 @@
-//! Model prices (USD per million input and output tokens): a built-in table of
-//! common models, extendable and overridable by a JSON file, looked up by the
-//! longest matching prefix of the model name.
+//! Model prices (USD per million input, output and prompt-cache tokens): a
+//! built-in table of common models (list prices as of [`TABLE_DATE`]),
+//! extendable and overridable by a JSON file, looked up by the longest
+//! matching prefix of the model name.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -51,6 +52,36 @@ const BUILT_IN: &[(&str, f64, f64)] = &[
     ("gemini-1.5-flash", 0.075, 0.30),
 ];
 
+/// The day the built-in table was last checked against the providers' price lists.
+pub const TABLE_DATE: &str = "2026-11-27";
+
+/// Cache prices as multiples of the input price, by model-name prefix (the
+/// longest wins): (cache read, cache write for 5 minutes, for 1 hour).
+/// Anthropic bills writes at 1.25× (5 min) or 2× (1 h) and reads at 0.1×;
+/// OpenAI and Google bill writes as plain input and discount reads.
+const CACHE_MULTIPLES: &[(&str, f64, f64, f64)] = &[
+    ("claude", 0.1, 1.25, 2.0),
+    ("gpt-5", 0.1, 1.0, 1.0),
+    ("gpt-4.1", 0.25, 1.0, 1.0),
+    ("gpt-4o", 0.5, 1.0, 1.0),
+    ("chatgpt-4o", 0.5, 1.0, 1.0),
+    ("o1", 0.5, 1.0, 1.0),
+    ("o3", 0.25, 1.0, 1.0),
+    ("o4", 0.25, 1.0, 1.0),
+    ("gemini", 0.25, 1.0, 1.0),
+];
+
+/// The cache multiples of a model-name prefix; no discount when unknown.
+fn cache_multiples(entry: &str) -> (f64, f64, f64) {
+    CACHE_MULTIPLES
+        .iter()
+        .filter(|(prefix, ..)| entry.starts_with(prefix))
+        .max_by_key(|(prefix, ..)| prefix.len())
+        .map_or((1.0, 1.0, 1.0), |(_, read, write, hour)| {
+            (*read, *write, *hour)
+        })
+}
+
 /// Highest price per million tokens a pricing file may state.
 const MAX_PRICE: f64 = 10_000.0;
 
@@ -63,6 +94,12 @@ pub struct Price {
     pub input_per_mtok: f64,
     /// USD per million output tokens.
     pub output_per_mtok: f64,
+    /// USD per million input tokens read from the prompt cache.
+    pub cache_read_per_mtok: f64,
+    /// USD per million input tokens written to the prompt cache (5-minute TTL).
+    pub cache_write_per_mtok: f64,
+    /// USD per million input tokens written to the prompt cache (1-hour TTL).
+    pub cache_write_1h_per_mtok: f64,
     /// True when the model matched no entry and the default model's price was used.
     pub fallback: bool,
 }
@@ -72,6 +109,41 @@ impl Price {
     pub fn cost(&self, input: u64, output: u64) -> f64 {
         (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
     }
+
+    /// USD of a call whose `input` tokens (all of them) include `cache_read`
+    /// read from and `cache_write` written to the prompt cache (5-minute TTL).
+    pub fn cost_cached(&self, input: u64, cache_read: u64, cache_write: u64, output: u64) -> f64 {
+        let plain = input.saturating_sub(cache_read).saturating_sub(cache_write);
+        (plain as f64 * self.input_per_mtok
+            + cache_read as f64 * self.cache_read_per_mtok
+            + cache_write as f64 * self.cache_write_per_mtok
+            + output as f64 * self.output_per_mtok)
+            / 1e6
+    }
+}
+
+/// Prices of one table entry, USD per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Rates {
+    input: f64,
+    output: f64,
+    cache_read: f64,
+    cache_write: f64,
+    cache_write_1h: f64,
+}
+
+impl Rates {
+    /// An entry's rates with the cache priced by its provider's rules.
+    fn listed(entry: &str, input: f64, output: f64) -> Self {
+        let (read, write, hour) = cache_multiples(entry);
+        Self {
+            input,
+            output,
+            cache_read: input * read,
+            cache_write: input * write,
+            cache_write_1h: input * hour,
+        }
+    }
 }
 
 /// One entry of a pricing file.
@@ -80,13 +152,20 @@ impl Price {
 struct FileEntry {
     input_per_mtok: f64,
     output_per_mtok: f64,
+    /// Defaults to the provider's rule for the name (see [`CACHE_MULTIPLES`]).
+    #[serde(default)]
+    cache_read_per_mtok: Option<f64>,
+    #[serde(default)]
+    cache_write_per_mtok: Option<f64>,
+    #[serde(default)]
+    cache_write_1h_per_mtok: Option<f64>,
 }
 
 /// The price table in force.
 #[derive(Clone, Debug)]
 pub struct Pricing {
-    /// Prefix → (input, output) USD per million tokens.
-    prices: BTreeMap<String, (f64, f64)>,
+    /// Prefix → USD per million tokens.
+    prices: BTreeMap<String, Rates>,
     /// Normalized name of the model used when none is named or the named one is unknown.
     default_model: String,
 }
@@ -97,7 +176,9 @@ impl Default for Pricing {
         Self {
             prices: BUILT_IN
                 .iter()
-                .map(|(name, input, output)| ((*name).to_owned(), (*input, *output)))
+                .map(|(name, input, output)| {
+                    ((*name).to_owned(), Rates::listed(name, *input, *output))
+                })
                 .collect(),
             default_model: "gpt-4o".to_owned(),
         }
@@ -106,7 +187,9 @@ impl Default for Pricing {
 
 impl Pricing {
     /// The built-in table, extended and overridden by the JSON file at `file` if
-    /// given (`{"model-prefix": {"input_per_mtok": 2.5, "output_per_mtok": 10}}`),
+    /// given (`{"model-prefix": {"input_per_mtok": 2.5, "output_per_mtok": 10}}`,
+    /// optionally with `cache_read_per_mtok`, `cache_write_per_mtok` and
+    /// `cache_write_1h_per_mtok`),
     /// with `default_model` priced for unnamed or unknown models.
     pub fn load(file: Option<&Path>, default_model: &str) -> Result<Self, String> {
         let mut pricing = Self::default();
@@ -139,9 +222,18 @@ impl Pricing {
             if key.is_empty() {
                 return Err("a model name is empty".into());
             }
+            let mut rates = Rates::listed(&key, entry.input_per_mtok, entry.output_per_mtok);
+            rates.cache_read = entry.cache_read_per_mtok.unwrap_or(rates.cache_read);
+            rates.cache_write = entry.cache_write_per_mtok.unwrap_or(rates.cache_write);
+            rates.cache_write_1h = entry
+                .cache_write_1h_per_mtok
+                .unwrap_or(rates.cache_write_1h);
             for (what, value) in [
-                ("input_per_mtok", entry.input_per_mtok),
-                ("output_per_mtok", entry.output_per_mtok),
+                ("input_per_mtok", rates.input),
+                ("output_per_mtok", rates.output),
+                ("cache_read_per_mtok", rates.cache_read),
+                ("cache_write_per_mtok", rates.cache_write),
+                ("cache_write_1h_per_mtok", rates.cache_write_1h),
             ] {
                 if !value.is_finite() || !(0.0..=MAX_PRICE).contains(&value) {
                     return Err(format!(
@@ -149,8 +241,7 @@ impl Pricing {
                     ));
                 }
             }
-            self.prices
-                .insert(key, (entry.input_per_mtok, entry.output_per_mtok));
+            self.prices.insert(key, rates);
         }
         Ok(())
     }
@@ -170,6 +261,9 @@ impl Pricing {
             entry: self.default_model.clone(),
             input_per_mtok: 0.0,
             output_per_mtok: 0.0,
+            cache_read_per_mtok: 0.0,
+            cache_write_per_mtok: 0.0,
+            cache_write_1h_per_mtok: 0.0,
             fallback: true,
         });
         price.fallback = named.is_some();
@@ -182,10 +276,13 @@ impl Pricing {
             .iter()
             .filter(|(name, _)| model.starts_with(name.as_str()))
             .max_by_key(|(name, _)| name.len())
-            .map(|(name, (input, output))| Price {
+            .map(|(name, rates)| Price {
                 entry: name.clone(),
-                input_per_mtok: *input,
-                output_per_mtok: *output,
+                input_per_mtok: rates.input,
+                output_per_mtok: rates.output,
+                cache_read_per_mtok: rates.cache_read,
+                cache_write_per_mtok: rates.cache_write,
+                cache_write_1h_per_mtok: rates.cache_write_1h,
                 fallback: false,
             })
     }
@@ -252,13 +349,29 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_is_priced_by_the_providers_rules() {
+        let pricing = Pricing::default();
+        let sonnet = pricing.price(Some("claude-sonnet-4-5"));
+        assert!((sonnet.cache_read_per_mtok - 0.3).abs() < 1e-9);
+        assert!((sonnet.cache_write_per_mtok - 3.75).abs() < 1e-9);
+        assert!((sonnet.cache_write_1h_per_mtok - 6.0).abs() < 1e-9);
+        let mini = pricing.price(Some("gpt-4o-mini"));
+        assert!((mini.cache_read_per_mtok - 0.075).abs() < 1e-9);
+        assert!((mini.cache_write_per_mtok - 0.15).abs() < 1e-9);
+        // 1,000 input of which 600 read and 100 written, 10 output, at Sonnet's prices.
+        let cost = sonnet.cost_cached(1_000, 600, 100, 10);
+        let expected = (300.0 * 3.0 + 600.0 * 0.3 + 100.0 * 3.75 + 10.0 * 15.0) / 1e6;
+        assert!((cost - expected).abs() < 1e-12, "{cost}");
+    }
+
+    #[test]
     fn a_pricing_file_overrides_and_extends() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("prices.json");
         std::fs::write(
             &path,
             r#"{"gpt-4o": {"input_per_mtok": 2.0, "output_per_mtok": 8.0},
-                "my-llm": {"input_per_mtok": 0.5, "output_per_mtok": 1}}"#,
+                "my-llm": {"input_per_mtok": 0.5, "output_per_mtok": 1, "cache_read_per_mtok": 0.05}}"#,
         )
         .unwrap();
         let pricing = Pricing::load(Some(&path), "my-llm").unwrap();
@@ -267,6 +380,9 @@ mod tests {
         assert_eq!(pricing.price(Some("gpt-4o-mini")).input_per_mtok, 0.15);
         let mine = pricing.price(Some("my-llm-7b"));
         assert_eq!((mine.entry.as_str(), mine.output_per_mtok), ("my-llm", 1.0));
+        assert_eq!(mine.cache_read_per_mtok, 0.05);
+        // Not stated: no discount, no surcharge for an unknown provider.
+        assert_eq!(mine.cache_write_per_mtok, 0.5);
         assert_eq!(pricing.price(Some("nobody-knows")).entry, "my-llm");
     }
 

@@ -28,6 +28,7 @@ mod compress;
 mod conditional;
 mod content;
 pub mod error;
+mod exchanges;
 mod extract;
 mod filters;
 mod governor;
@@ -64,6 +65,8 @@ pub struct AppState {
     pub memories: Arc<Memories>,
     /// Per-namespace accounting (savings, usage, budgets).
     pub ledger: Arc<Ledger>,
+    /// The record of every proxied exchange.
+    pub exchanges: Arc<crate::domain::proxying::exchanges::ExchangeLedger>,
     /// The metadata store (for readiness).
     pub meta: Arc<dyn MetaStore>,
     /// The blob store (for readiness).
@@ -106,6 +109,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(grep::across))
         .routes(routes!(query::query))
         .routes(routes!(usage::post))
+        .routes(routes!(exchanges::list))
+        .routes(routes!(exchanges::get))
         .routes(routes!(stats::get))
         .routes(routes!(tokens::count))
         .routes(routes!(compress::compress))

@@ -16,6 +16,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
         (name = "memories", description = "Store, list, describe and delete memories"),
         (name = "slices", description = "Read exact parts of a memory: lines, bytes, chunks, pointers, whole content"),
         (name = "usage", description = "Provider usage, cost, budgets and the namespace's statistics"),
+        (name = "exchanges", description = "The exchange ledger: every proxied request, what it cost against the same request sent untouched, and what the model saw"),
         (name = "context", description = "Keep an agent's context small: compress message lists, govern by token tiers"),
         (name = "health", description = "Liveness and readiness"),
         (name = "admin", description = "Retention (prune), garbage collection and integrity checks; admin keys only"),

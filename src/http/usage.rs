@@ -32,6 +32,14 @@ pub struct UsageBody {
     /// given, the namespace learns a calibration factor for the model.
     #[schema(value_type = Option<u64>, minimum = 1, maximum = 100_000_000)]
     pub estimated_input_tokens: Option<Number>,
+    /// Of the input tokens, those read from the provider's prompt cache
+    /// (priced at the cache-read rate).
+    #[schema(value_type = Option<u64>, minimum = 0, maximum = 100_000_000)]
+    pub cache_read_tokens: Option<Number>,
+    /// Of the input tokens, those written to the provider's prompt cache
+    /// (priced at the cache-write rate).
+    #[schema(value_type = Option<u64>, minimum = 0, maximum = 100_000_000)]
+    pub cache_write_tokens: Option<Number>,
 }
 
 /// A price per million tokens.
@@ -43,6 +51,12 @@ pub struct PriceView {
     pub input_per_mtok: f64,
     /// USD per million output tokens.
     pub output_per_mtok: f64,
+    /// USD per million input tokens read from the prompt cache.
+    pub cache_read_per_mtok: f64,
+    /// USD per million input tokens written to the prompt cache (5-minute TTL).
+    pub cache_write_per_mtok: f64,
+    /// USD per million input tokens written to the prompt cache (1-hour TTL).
+    pub cache_write_1h_per_mtok: f64,
     /// True when the model is not in the table and the default model's price was used.
     pub fallback: bool,
 }
@@ -53,6 +67,9 @@ impl From<Price> for PriceView {
             entry: price.entry,
             input_per_mtok: price.input_per_mtok,
             output_per_mtok: price.output_per_mtok,
+            cache_read_per_mtok: price.cache_read_per_mtok,
+            cache_write_per_mtok: price.cache_write_per_mtok,
+            cache_write_1h_per_mtok: price.cache_write_1h_per_mtok,
             fallback: price.fallback,
         }
     }
@@ -72,7 +89,9 @@ pub struct TodayView {
 pub struct UsageView {
     /// The model, normalized (lowercase, provider path removed).
     pub model: String,
-    /// Cost of this call, USD: input × input price + output × output price, per million.
+    /// Cost of this call, USD: uncached input × input price + cache reads ×
+    /// cache-read price + cache writes × cache-write price + output × output
+    /// price, per million.
     pub cost_usd: f64,
     /// The price used.
     pub price: PriceView,
@@ -113,6 +132,17 @@ pub async fn post(
             .map(|n| whole("estimated_input_tokens", n))
             .transpose()?,
     )?;
+    let cached = |field: &'static str, n: Option<&Number>| {
+        n.map_or(Ok(0), |n| {
+            let n = whole(field, n)?;
+            u64::try_from(n)
+                .map_err(|_| DomainError::field(field, format!("must not be negative, got {n}")))
+        })
+    };
+    let report = report.with_cache(
+        cached("cache_read_tokens", body.cache_read_tokens.as_ref())?,
+        cached("cache_write_tokens", body.cache_write_tokens.as_ref())?,
+    );
     let recorded = state
         .ledger
         .record_usage(&caller.namespace, &report)

@@ -1,7 +1,8 @@
 //! Metrics of the LLM proxy: requests, the latency Cairn adds, retrieval
-//! rounds, prompt-cache tokens and tokens saved.
+//! rounds, prompt-cache tokens, tokens saved, offloaded and fetched back,
+//! and what requests cost against what they would have cost untouched.
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{CounterVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 
 /// Buckets of the added-latency histogram, in seconds: 0.1 ms to 2.5 s.
 const ADDED_LATENCY_BUCKETS: &[f64] = &[
@@ -22,6 +23,14 @@ pub struct ProxyMetrics {
     pub tokens_saved: IntCounterVec,
     /// Requests sent upstream unchanged, by provider and reason.
     pub skipped: IntCounterVec,
+    /// USD of proxied requests, by provider and kind: `billed` (what the
+    /// upstream's usage costs) and `counterfactual` (the same requests sent
+    /// untouched, modelled under the provider's caching rules).
+    pub cost_usd: CounterVec,
+    /// Tokens of the pieces the proxy offloaded, by provider.
+    pub offloaded_tokens: IntCounterVec,
+    /// Tokens the model fetched back through Cairn's tools, by provider.
+    pub fetched_tokens: IntCounterVec,
 }
 
 impl ProxyMetrics {
@@ -41,6 +50,15 @@ impl ProxyMetrics {
             &["provider"],
         )?;
         registry.register(Box::new(added_latency.clone()))?;
+        let cost_usd = CounterVec::new(
+            Opts::new(
+                "cairn_proxy_cost_usd_total",
+                "USD of proxied requests by provider and kind: billed (the upstream's usage at list \
+                 prices) and counterfactual (the same requests sent untouched, modelled)",
+            ),
+            &["provider", "kind"],
+        )?;
+        registry.register(Box::new(cost_usd.clone()))?;
         Ok(Self {
             requests: counters(
                 "cairn_proxy_requests_total",
@@ -67,6 +85,17 @@ impl ProxyMetrics {
                 "cairn_proxy_skipped_total",
                 "Proxied requests sent upstream unchanged, by provider and reason (no_messages, unreadable_messages)",
                 &["provider", "reason"],
+            )?,
+            cost_usd,
+            offloaded_tokens: counters(
+                "cairn_proxy_offloaded_tokens_total",
+                "Tokens of the pieces the proxy took out of requests, by provider",
+                &["provider"],
+            )?,
+            fetched_tokens: counters(
+                "cairn_proxy_fetched_tokens_total",
+                "Tokens the model fetched back through Cairn's tools, by provider (over offloaded: the fetch-back rate)",
+                &["provider"],
             )?,
         })
     }

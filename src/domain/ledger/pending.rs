@@ -3,7 +3,11 @@
 
 use std::collections::HashMap;
 
-use crate::storage::meta::{CalibrationRow, LedgerBatch, LedgerCounter, UsageRow};
+use crate::storage::meta::{CalibrationRow, ExchangeRow, LedgerBatch, LedgerCounter, UsageRow};
+
+/// Most exchanges waiting for a flush: beyond, the oldest are dropped (and
+/// counted) rather than memory growing while the store cannot be written.
+pub(super) const MAX_PENDING_EXCHANGES: usize = 10_000;
 
 /// Additions and settings not yet written.
 #[derive(Default)]
@@ -11,6 +15,8 @@ pub(super) struct Pending {
     counters: HashMap<(String, String), (i64, f64)>,
     usage: HashMap<(String, String, String), UsageRow>,
     calibrations: HashMap<(String, String), CalibrationRow>,
+    exchanges: Vec<ExchangeRow>,
+    expire_exchanges_before: Option<i64>,
 }
 
 impl Pending {
@@ -51,6 +57,22 @@ impl Pending {
         }
     }
 
+    /// Adds an exchange; answers false when the queue was full and the
+    /// oldest waiting exchange was dropped to make room.
+    pub fn add_exchange(&mut self, row: ExchangeRow) -> bool {
+        let room = self.exchanges.len() < MAX_PENDING_EXCHANGES;
+        if !room {
+            self.exchanges.remove(0);
+        }
+        self.exchanges.push(row);
+        room
+    }
+
+    /// Removes, at the next write, the threads whose newest exchange is older than `before_ms`.
+    pub fn expire_exchanges(&mut self, before_ms: i64) {
+        self.expire_exchanges_before = Some(before_ms);
+    }
+
     /// Everything pending, leaving nothing behind.
     pub fn take(&mut self) -> LedgerBatch {
         LedgerBatch {
@@ -66,6 +88,8 @@ impl Pending {
                 .collect(),
             usage: self.usage.drain().map(|(_, row)| row).collect(),
             calibrations: self.calibrations.drain().map(|(_, row)| row).collect(),
+            exchanges: std::mem::take(&mut self.exchanges),
+            expire_exchanges_before: self.expire_exchanges_before.take(),
         }
     }
 
@@ -79,6 +103,14 @@ impl Pending {
         }
         for row in batch.calibrations {
             self.set_calibration(row);
+        }
+        let newer = std::mem::take(&mut self.exchanges);
+        for row in batch.exchanges.into_iter().chain(newer) {
+            self.add_exchange(row);
+        }
+        if let Some(before) = batch.expire_exchanges_before {
+            let later = self.expire_exchanges_before.unwrap_or(before).max(before);
+            self.expire_exchanges_before = Some(later);
         }
     }
 }

@@ -21,6 +21,10 @@ pub struct UsageReport {
     pub output_tokens: u64,
     /// What Cairn estimated for the same input, if the client knows it.
     pub estimated_input_tokens: Option<u64>,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    pub cache_read_tokens: u64,
+    /// Of the input tokens, those written to the provider's prompt cache.
+    pub cache_write_tokens: u64,
 }
 
 impl UsageReport {
@@ -61,7 +65,18 @@ impl UsageReport {
             estimated_input_tokens: estimated_input_tokens
                 .map(|e| count("estimated_input_tokens", e, 1))
                 .transpose()?,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
         })
+    }
+
+    /// The same report with the prompt-cache part of its input (priced at
+    /// the cache's rates); capped at the input tokens.
+    #[must_use]
+    pub fn with_cache(mut self, read: u64, write: u64) -> Self {
+        self.cache_read_tokens = read.min(self.input_tokens);
+        self.cache_write_tokens = write.min(self.input_tokens - self.cache_read_tokens);
+        self
     }
 }
 

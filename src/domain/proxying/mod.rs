@@ -3,6 +3,8 @@
 //! Provider-neutral logic over JSON bodies; the HTTP side (keys, upstream
 //! calls, streams, tool calls) is `http::proxy`.
 
+pub mod exchanges;
+pub mod govern_cost;
 pub mod responses_items;
 pub mod rewrite;
 pub mod spliced;

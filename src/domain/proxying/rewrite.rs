@@ -21,11 +21,16 @@
 use serde_json::Value;
 
 use super::Endpoint;
+use super::exchanges::Piece;
+use super::exchanges::cost::Caching;
+use super::govern_cost::{GovernDecision, weigh};
 use super::responses_items;
 use super::tiers::{ConversationTiers, conversation_of};
 use crate::domain::DomainError;
 use crate::domain::compress::format::{self, Format};
-use crate::domain::compress::{Compressor, Input, Options, Outcome, Policy, Strategy, pairs};
+use crate::domain::compress::{
+    Compressor, Input, Offloaded, Options, Outcome, Policy, Strategy, pairs,
+};
 use crate::domain::governor::{
     GovernorConfig, POINTER_ONLY_THRESHOLD_CHARS, Tier, WARN_THRESHOLD_CHARS,
 };
@@ -64,6 +69,12 @@ pub struct Report {
     pub counter: Counter,
     /// Why the request went upstream unchanged, if it did.
     pub skipped: Option<String>,
+    /// The pieces taken out.
+    pub pieces: Vec<Piece>,
+    /// What identifies the request's conversation ([`conversation_of`]).
+    pub opening: [u8; 32],
+    /// The governor's decision on a rewrite beyond offload, when its tier asked for one.
+    pub governor: Option<GovernDecision>,
 }
 
 impl Report {
@@ -84,8 +95,11 @@ impl Report {
         self.tokens_before.saturating_sub(self.tokens_after)
     }
 
-    fn unchanged(why: String, model: Option<&str>) -> Self {
+    fn unchanged(why: String, model: Option<&str>, opening: [u8; 32]) -> Self {
         Self {
+            pieces: Vec::new(),
+            opening,
+            governor: None,
             tokens_before: 0,
             tokens_after: 0,
             method: String::new(),
@@ -137,12 +151,17 @@ impl Rewriter<'_> {
     ) -> Result<Report, DomainError> {
         let model = body["model"].as_str().map(str::to_owned);
         let opening = conversation_of(endpoint, body, session);
+        let caching = Caching::of_value(endpoint.provider(), body);
         let conversation = match take(endpoint, body) {
             Ok(Some(conversation)) => conversation,
             Ok(None) => {
-                return Ok(Report::unchanged(NO_MESSAGES.into(), model.as_deref()));
+                return Ok(Report::unchanged(
+                    NO_MESSAGES.into(),
+                    model.as_deref(),
+                    opening,
+                ));
             }
-            Err(e) => return Ok(Report::unchanged(e.to_string(), model.as_deref())),
+            Err(e) => return Ok(Report::unchanged(e.to_string(), model.as_deref(), opening)),
         };
         let Conversation {
             format,
@@ -182,12 +201,14 @@ impl Rewriter<'_> {
             Tier::PointerOnly => POINTER_ONLY_THRESHOLD_CHARS,
         };
         let mut offloaded_count = first.offloaded.len();
+        let mut pieces = pieces_of(&first.offloaded, false);
         let mut outcome = first;
         let mut governed = false;
+        let mut decision = None;
         if threshold < self.settings.offload_chars {
             let input = Input {
-                messages: outcome.messages,
-                system: outcome.system,
+                messages: std::mem::take(&mut outcome.messages),
+                system: outcome.system.take(),
                 format: Some(format.name().to_owned()),
                 model: model.clone(),
                 thread,
@@ -198,9 +219,27 @@ impl Rewriter<'_> {
                 preserve_prefix: self.settings.preserve_prefix,
                 ..Options::default()
             };
-            outcome = self.compress(namespace, input, govern).await?;
-            governed = !outcome.offloaded.is_empty();
-            offloaded_count += outcome.offloaded.len();
+            let weighed = Weighed {
+                namespace,
+                opening,
+                caching,
+                model: m,
+                tokens: outcome.tokens_after,
+            };
+            decision = self.decide(&weighed, &input, &govern).await?;
+            if let Some(d) = decision.as_mut().filter(|d| d.governed) {
+                outcome = self.compress(namespace, input, govern).await?;
+                governed = !outcome.offloaded.is_empty();
+                d.governed = governed;
+                if governed {
+                    self.tiers.mark_governed(namespace, opening);
+                }
+                offloaded_count += outcome.offloaded.len();
+                pieces.extend(pieces_of(&outcome.offloaded, true));
+            } else {
+                outcome.messages = input.messages;
+                outcome.system = input.system;
+            }
         }
         let after = self
             .ledger
@@ -215,9 +254,51 @@ impl Rewriter<'_> {
             governed,
             counter: outcome.counter,
             skipped: None,
+            pieces,
+            opening,
+            governor: decision,
         };
         put_back(endpoint, body, outcome.messages, outcome.system, items);
         Ok(report)
+    }
+
+    /// Whether to make the governor's rewrite of `input` with `options`
+    /// ([`super::govern_cost`]); `None` when it would change nothing.
+    async fn decide(
+        &self,
+        w: &Weighed<'_>,
+        input: &Input,
+        options: &Options,
+    ) -> Result<Option<GovernDecision>, DomainError> {
+        if self.tiers.governed(w.namespace, w.opening) {
+            return Ok(Some(GovernDecision {
+                governed: true,
+                reason: "governed_before".into(),
+                removed_tokens: 0,
+                tail_tokens: 0,
+                turns_ahead: 0,
+                cost_usd: 0.0,
+                saving_usd: 0.0,
+            }));
+        }
+        let policy = Policy::Strategy(Strategy::Pointer);
+        let trial = self
+            .compressor
+            .compress(w.namespace, input.clone(), policy, options.clone(), true)
+            .await?;
+        let Some(first) = trial.offloaded.iter().map(|o| o.index).min() else {
+            return Ok(None);
+        };
+        let tail = input.messages.get(first..).unwrap_or_default();
+        let tail_tokens = trial.counter.count_messages(tail, None);
+        let turns = input
+            .messages
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .count() as u64;
+        let price = self.ledger.pricing().price(w.model);
+        let removed = w.tokens.saturating_sub(trial.tokens_after);
+        Ok(Some(weigh(w.caching, &price, removed, tail_tokens, turns)))
     }
 
     async fn compress(
@@ -236,6 +317,29 @@ impl Rewriter<'_> {
             )
             .await
     }
+}
+
+/// What a governor decision weighs besides the messages.
+struct Weighed<'a> {
+    namespace: &'a str,
+    opening: [u8; 32],
+    caching: Caching,
+    model: Option<&'a str>,
+    /// Tokens of the offloaded request.
+    tokens: u64,
+}
+
+/// The ledger's record of what a compression took out.
+fn pieces_of(offloaded: &[Offloaded], governed: bool) -> Vec<Piece> {
+    offloaded
+        .iter()
+        .map(|o| Piece {
+            memory_id: o.id.clone(),
+            tokens: o.tokens,
+            message: o.index,
+            governed,
+        })
+        .collect()
 }
 
 /// Takes the message list out of `body`, checked as compress checks it (so

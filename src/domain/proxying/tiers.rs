@@ -25,9 +25,17 @@ const CONVERSATIONS: u64 = 100_000;
 /// A conversation idle this long is forgotten.
 const IDLE: Duration = Duration::from_secs(24 * 3600);
 
+/// What a conversation reached: its highest tier, and whether the
+/// governor's rewrite has been made (it then stays: see [`super::govern_cost`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Reached {
+    tier: Tier,
+    governed: bool,
+}
+
 /// The highest tier each conversation has reached, per namespace.
 pub struct ConversationTiers {
-    reached: moka::sync::Cache<(String, [u8; 32]), Tier>,
+    reached: moka::sync::Cache<(String, [u8; 32]), Reached>,
 }
 
 impl Default for ConversationTiers {
@@ -48,11 +56,35 @@ impl ConversationTiers {
     /// read and the write are one step under the key's lock.
     pub fn rise(&self, namespace: &str, conversation: [u8; 32], now: Tier) -> Tier {
         let key = (namespace.to_owned(), conversation);
-        let reached = self
-            .reached
-            .entry(key)
-            .and_upsert_with(|before| before.map_or(now, |b| (*b.value()).max(now)));
-        *reached.value()
+        let reached = self.reached.entry(key).and_upsert_with(|before| {
+            before.map_or(
+                Reached {
+                    tier: now,
+                    governed: false,
+                },
+                |b| Reached {
+                    tier: b.value().tier.max(now),
+                    governed: b.value().governed,
+                },
+            )
+        });
+        reached.value().tier
+    }
+
+    /// True once the governor's rewrite was made in the conversation.
+    pub fn governed(&self, namespace: &str, conversation: [u8; 32]) -> bool {
+        self.reached
+            .get(&(namespace.to_owned(), conversation))
+            .is_some_and(|r| r.governed)
+    }
+
+    /// Remembers that the governor's rewrite was made in the conversation.
+    pub fn mark_governed(&self, namespace: &str, conversation: [u8; 32]) {
+        let key = (namespace.to_owned(), conversation);
+        self.reached.entry(key).and_upsert_with(|before| Reached {
+            tier: before.map_or(Tier::Normal, |b| b.value().tier),
+            governed: true,
+        });
     }
 }
 
@@ -101,6 +133,12 @@ mod tests {
         let other = conversation_of(Endpoint::Messages, &body, Some("session-2"));
         assert_ne!(one, other);
         assert_eq!(tiers.rise("ns", other, Tier::Normal), Tier::Normal);
+        // Governed once, governed for good; the tier stays as it was.
+        assert!(!tiers.governed("ns", one));
+        tiers.mark_governed("ns", one);
+        assert!(tiers.governed("ns", one) && !tiers.governed("ns", other));
+        assert_eq!(tiers.rise("ns", one, Tier::Normal), Tier::PointerOnly);
+        assert!(tiers.governed("ns", one));
     }
 
     #[test]

@@ -105,7 +105,10 @@ pub async fn record_round(ledger: &Ledger, namespace: &str, round: &Round<'_>) {
     let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let estimate = round.estimated_input.filter(|e| *e > 0).map(to_i64);
     match UsageReport::parse(round.model, to_i64(u.input), to_i64(u.output), estimate) {
-        Ok(report) => match ledger.record_usage(namespace, &report).await {
+        Ok(report) => match ledger
+            .record_usage(namespace, &report.with_cache(u.cache_read, u.cache_write))
+            .await
+        {
             Ok(_) | Err(DomainError::BudgetExceeded { .. }) => {}
             Err(e) => tracing::warn!(error = %e, "could not record proxied usage"),
         },

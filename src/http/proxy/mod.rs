@@ -17,6 +17,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::Value;
 
+use crate::domain::proxying::exchanges::Trace;
 use crate::domain::proxying::rewrite::{Report, RewriteSettings, Rewriter};
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::tiers::ConversationTiers;
@@ -33,6 +34,7 @@ const SESSION_HEADERS: [&str; 3] = ["x-cairn-thread", "x-claude-code-session-id"
 mod answer;
 mod auth;
 mod endpoint;
+mod ledger;
 mod rounds;
 mod stream;
 mod tools;
@@ -150,6 +152,10 @@ pub(super) struct Exchange {
     ours: Vec<&'static str>,
     model: String,
     started: Instant,
+    /// The exchange's record in the ledger, until it is finished.
+    trace: std::sync::Mutex<Option<Trace>>,
+    /// Time Cairn spent besides waiting for the upstream, once known.
+    added: std::sync::Mutex<Option<Duration>>,
 }
 
 impl Exchange {
@@ -188,6 +194,9 @@ impl Exchange {
     /// Records the time Cairn spent besides waiting for the upstream.
     fn record_latency(&self, upstream_wait: Duration) {
         let own = self.started.elapsed().saturating_sub(upstream_wait);
+        if let Ok(mut added) = self.added.lock() {
+            *added = Some(own);
+        }
         self.state
             .metrics
             .proxy
@@ -234,6 +243,7 @@ async fn exchange(
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let thread = header("x-cairn-thread");
     let session = SESSION_HEADERS.iter().find_map(|name| header(name));
+    let client = ledger::Client::of(endpoint, &body, thread.or(session));
     let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread, session).await?;
     if let Some(reason) = report.skip_reason() {
         state
@@ -247,6 +257,10 @@ async fn exchange(
         .as_str()
         .unwrap_or_default()
         .to_owned();
+    let streamed = body.value()["stream"] == Value::Bool(true);
+    let trace = ledger::begin(
+        state, &caller, endpoint, &model, &report, &ours, client, &body, streamed,
+    );
     let exchange = Exchange {
         state: state.clone(),
         endpoint,
@@ -257,12 +271,21 @@ async fn exchange(
         report,
         ours,
         started,
+        trace: std::sync::Mutex::new(Some(trace)),
+        added: std::sync::Mutex::new(None),
     };
-    if body.value()["stream"] == Value::Bool(true) {
-        stream::run(exchange, body).await
-    } else {
-        answer::run(&exchange, body).await
+    if streamed {
+        return stream::run(exchange, body).await;
     }
+    let answered = answer::run(&exchange, body).await;
+    match &answered {
+        Ok(response) if response.status().is_success() => {
+            exchange.finish(response.status(), "answered");
+        }
+        Ok(response) => exchange.finish(response.status(), "upstream_error"),
+        Err(e) => exchange.finish(e.status(), &format!("failed: {}", e.message())),
+    }
+    answered
 }
 
 /// Rewrites `body` (offload, govern) and adds Cairn's tools where the

@@ -30,8 +30,10 @@ impl Exchange {
         usage_object: &Value,
         model: Option<&str>,
     ) -> Option<Usage> {
-        let u = Usage::of(self.endpoint, usage_object)?;
         let model = model.unwrap_or(&self.model);
+        let read = Usage::of(self.endpoint, usage_object);
+        self.trace_round(model, read);
+        let u = read?;
         // Cairn's estimate is of the request it rewrote: the first round's.
         let estimated = (round == 0).then_some(self.report.tokens_after);
         let recorded = Round {
@@ -57,7 +59,14 @@ impl Exchange {
     pub(super) async fn answer_calls(&self, calls: Vec<tools::ToolCall>) -> Vec<tools::ToolResult> {
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
-            results.push(tools::run(&self.state, &self.caller, call).await);
+            let result = tools::run(&self.state, &self.caller, call).await;
+            self.trace_retrieval(
+                &result.call.name,
+                &result.call.arguments,
+                &result.content,
+                result.is_error,
+            );
+            results.push(result);
         }
         self.state
             .metrics

@@ -21,11 +21,11 @@ use super::object_wire;
 use super::redis::{OBJECTS, RedisCache};
 use crate::storage::StorageError;
 use crate::storage::meta::{
-    AccessUpdate, AdminStore, CalibrationRow, FrameBatch, FrameWords, ImportedMemory, IndexLag,
-    LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord, MemoryStore, MetaStore,
-    NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore, ObjectSummary,
-    PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow,
-    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    AccessUpdate, AdminStore, CalibrationRow, ExchangeQuery, ExchangeRow, FrameBatch, FrameWords,
+    ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord,
+    MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore,
+    ObjectSummary, PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchIndex,
+    SearchRow, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// How long a removed object's tombstone keeps fills of its record out: far
@@ -190,6 +190,27 @@ impl LedgerStore for CachedMetaStore {
 
     async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
         self.inner.store_totals().await
+    }
+
+    async fn exchanges(&self, query: &ExchangeQuery) -> Result<Vec<ExchangeRow>, StorageError> {
+        self.inner.exchanges(query).await
+    }
+
+    async fn exchange(
+        &self,
+        namespace: &str,
+        id: &str,
+    ) -> Result<Option<ExchangeRow>, StorageError> {
+        self.inner.exchange(namespace, id).await
+    }
+
+    async fn thread_exchanges(
+        &self,
+        namespace: &str,
+        thread: &str,
+        up_to: &str,
+    ) -> Result<Vec<ExchangeRow>, StorageError> {
+        self.inner.thread_exchanges(namespace, thread, up_to).await
     }
 }
 

@@ -65,12 +65,21 @@ pub struct LedgerBatch {
     pub usage: Vec<UsageRow>,
     /// Calibration factors to set.
     pub calibrations: Vec<CalibrationRow>,
+    /// Exchanges to add.
+    pub exchanges: Vec<super::ExchangeRow>,
+    /// Remove the threads of exchanges whose newest exchange is older than
+    /// this (Unix milliseconds): a thread goes whole, never a parent alone.
+    pub expire_exchanges_before: Option<i64>,
 }
 
 impl LedgerBatch {
     /// True when there is nothing to write.
     pub fn is_empty(&self) -> bool {
-        self.counters.is_empty() && self.usage.is_empty() && self.calibrations.is_empty()
+        self.counters.is_empty()
+            && self.usage.is_empty()
+            && self.calibrations.is_empty()
+            && self.exchanges.is_empty()
+            && self.expire_exchanges_before.is_none()
     }
 }
 

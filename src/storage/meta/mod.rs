@@ -9,6 +9,7 @@ use super::StorageError;
 mod admin_rows;
 #[cfg(test)]
 mod contract;
+mod exchange_rows;
 mod expression;
 mod fulltext;
 mod ledger_rows;
@@ -19,6 +20,7 @@ mod sql;
 pub mod sqlite;
 
 pub use admin_rows::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
+pub use exchange_rows::{ExchangeQuery, ExchangeRow};
 pub use ledger_rows::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
 };
@@ -96,6 +98,22 @@ pub trait LedgerStore: Send + Sync {
     async fn namespace_totals(&self, namespace: &str) -> Result<NamespaceTotals, StorageError>;
     /// Object count and sizes of the whole store (every namespace).
     async fn store_totals(&self) -> Result<StoreTotals, StorageError>;
+    /// Exchanges of a namespace, newest first, without their bodies.
+    async fn exchanges(&self, query: &ExchangeQuery) -> Result<Vec<ExchangeRow>, StorageError>;
+    /// One exchange of a namespace, with its body delta.
+    async fn exchange(
+        &self,
+        namespace: &str,
+        id: &str,
+    ) -> Result<Option<ExchangeRow>, StorageError>;
+    /// The exchanges of a thread up to and including `up_to`, oldest first,
+    /// with their body deltas (to rebuild a body from its parents).
+    async fn thread_exchanges(
+        &self,
+        namespace: &str,
+        thread: &str,
+        up_to: &str,
+    ) -> Result<Vec<ExchangeRow>, StorageError>;
 }
 
 /// The full-text index: its queue, its frames, and the ranked query.

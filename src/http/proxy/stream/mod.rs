@@ -56,6 +56,12 @@ pub async fn run(x: Exchange, mut body: Spliced) -> Result<Response, AppError> {
         .is_some_and(|t| t.starts_with("text/event-stream"));
     if !status.is_success() || !is_sse {
         x.record_latency(waited);
+        let outcome = if status.is_success() {
+            "answered"
+        } else {
+            "upstream_error"
+        };
+        x.finish(status, outcome);
         return Ok(respond(
             status,
             headers,
@@ -109,15 +115,18 @@ impl Rounds {
             let ours = self.x.our_calls(&answer.message);
             if ours.is_empty() || rounds + 1 >= self.x.proxy().max_rounds {
                 let events = self.filter.finish(!ours.is_empty());
+                // Recorded before the last events go: a client that sends its
+                // next turn as soon as this stream ends finds it in the ledger.
+                if let Err(e) = self.x.record_saving(first_cache_write).await {
+                    tracing::warn!(error = e.message(), "could not record the proxy's saving");
+                }
+                self.x.record_latency(self.waited);
+                self.x.finish(StatusCode::OK, "answered");
                 for event in events {
                     if !self.send(event.raw).await {
                         return;
                     }
                 }
-                if let Err(e) = self.x.record_saving(first_cache_write).await {
-                    tracing::warn!(error = e.message(), "could not record the proxy's saving");
-                }
-                self.x.record_latency(self.waited);
                 return;
             }
             let results = self.x.answer_calls(ours).await;
@@ -218,12 +227,17 @@ impl Rounds {
             .unwrap_or_else(|| format!("upstream answered {status}"));
         let message = format!("upstream refused Cairn's retrieval round: {message}");
         let event = self.filter.error_event(status.as_u16(), &message);
+        self.x.record_latency(self.waited);
+        self.x
+            .finish(StatusCode::OK, &format!("refused: {message}"));
         self.send(event.raw).await;
     }
 
     /// Ends the client's stream with an error: never a clean end.
     async fn cut(&self, why: &str) {
         tracing::warn!(reason = why, "proxied stream cut");
+        self.x.record_latency(self.waited);
+        self.x.finish(StatusCode::OK, &format!("cut: {why}"));
         let _ = self
             .tx
             .send(Err(std::io::Error::other(why.to_owned())))

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use super::super::{
-    CalibrationRow, ImportedMemory, LedgerBatch, LedgerCounter, MetaStore, UsageQuery, UsageRow,
+    CalibrationRow, ExchangeQuery, ExchangeRow, ImportedMemory, LedgerBatch, LedgerCounter,
+    MetaStore, UsageQuery, UsageRow,
 };
 use super::raw_put;
 
@@ -42,6 +43,7 @@ pub(in crate::storage::meta) async fn the_ledger_adds_up_and_sets_calibrations(
             samples: 3,
             updated_at: 9,
         }],
+        ..LedgerBatch::default()
     };
     store.write_ledger(batch.clone()).await.unwrap();
     let mut later = batch.clone();
@@ -120,4 +122,92 @@ pub(in crate::storage::meta) async fn import_restores_once_with_the_archived_met
         (r.last_accessed_at, r.access_count, r.tokens),
         (Some(300), 4, 7)
     );
+}
+
+fn exchange(id: &str, namespace: &str, thread: &str, at_ms: i64) -> ExchangeRow {
+    ExchangeRow {
+        id: id.into(),
+        namespace: namespace.into(),
+        thread: thread.into(),
+        api: "messages".into(),
+        model: if at_ms % 2 == 0 { "even" } else { "odd" }.into(),
+        at_ms,
+        status: 200,
+        parent: None,
+        prefix: 0,
+        suffix: 0,
+        body: format!("{{\"n\":{at_ms}}}").into_bytes(),
+        figures: "{}".into(),
+    }
+}
+
+/// Exchanges list newest first within their namespace, filter, page by id,
+/// chain by thread, and expire whole threads.
+pub(in crate::storage::meta) async fn exchanges_list_page_filter_and_expire_by_thread(
+    store: Arc<dyn MetaStore>,
+) {
+    let mut rows = vec![
+        exchange("ex_01", "a", "t1", 1),
+        exchange("ex_02", "a", "t2", 2),
+        exchange("ex_03", "a", "t1", 3),
+        exchange("ex_04", "b", "t1", 4),
+        exchange("ex_05", "a", "t1", 50),
+    ];
+    rows[2].parent = Some("ex_01".into());
+    rows[2].prefix = 3;
+    let batch = LedgerBatch {
+        exchanges: rows.clone(),
+        ..LedgerBatch::default()
+    };
+    store.write_ledger(batch.clone()).await.unwrap();
+    // Written twice (a retried flush): still once.
+    store.write_ledger(batch).await.unwrap();
+    let query =
+        |thread: Option<&str>, model: Option<&str>, before: Option<&str>, limit| ExchangeQuery {
+            namespace: "a".into(),
+            thread: thread.map(Into::into),
+            model: model.map(Into::into),
+            since_ms: None,
+            until_ms: None,
+            before: before.map(Into::into),
+            limit,
+        };
+    let ids = |rows: Vec<ExchangeRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let all = store.exchanges(&query(None, None, None, 10)).await.unwrap();
+    assert!(
+        all.iter().all(|r| r.body.is_empty()),
+        "lists leave bodies out"
+    );
+    assert_eq!(ids(all), ["ex_05", "ex_03", "ex_02", "ex_01"]);
+    let page = store
+        .exchanges(&query(None, None, Some("ex_03"), 1))
+        .await
+        .unwrap();
+    assert_eq!(ids(page), ["ex_02"]);
+    let t1 = store
+        .exchanges(&query(Some("t1"), Some("odd"), None, 10))
+        .await
+        .unwrap();
+    assert_eq!(ids(t1), ["ex_03", "ex_01"]);
+    let mut window = query(None, None, None, 10);
+    window.since_ms = Some(2);
+    window.until_ms = Some(50);
+    assert_eq!(
+        ids(store.exchanges(&window).await.unwrap()),
+        ["ex_03", "ex_02"]
+    );
+    let one = store.exchange("a", "ex_03").await.unwrap().unwrap();
+    assert_eq!(one, rows[2]);
+    assert!(store.exchange("b", "ex_03").await.unwrap().is_none());
+    let chain = store.thread_exchanges("a", "t1", "ex_03").await.unwrap();
+    assert_eq!(chain, vec![rows[0].clone(), rows[2].clone()]);
+    // t1 of `a` has an exchange at 50: it stays whole; t2 and b's t1 go.
+    let expire = LedgerBatch {
+        expire_exchanges_before: Some(10),
+        ..LedgerBatch::default()
+    };
+    store.write_ledger(expire).await.unwrap();
+    let left = store.exchanges(&query(None, None, None, 10)).await.unwrap();
+    assert_eq!(ids(left), ["ex_05", "ex_03", "ex_01"]);
+    assert!(store.exchange("b", "ex_04").await.unwrap().is_none());
 }

@@ -63,6 +63,7 @@ macro_rules! contract_suite {
             admin::gc_removes_only_objects_no_memory_refers_to,
             admin::a_put_racing_a_collection_never_loses_its_object,
             ledger::the_ledger_adds_up_and_sets_calibrations,
+            ledger::exchanges_list_page_filter_and_expire_by_thread,
             ledger::totals_count_memories_per_namespace_and_objects_once,
             ledger::import_restores_once_with_the_archived_metadata,
             search::search_matches_phrases_prefixes_and_not_within_the_namespace,

@@ -60,6 +60,37 @@ pub(super) async fn write(pool: &PgPool, batch: &LedgerBatch) -> Result<(), Stor
             .execute(&mut *tx)
             .await?;
         }
+        for e in &batch.exchanges {
+            sqlx::query(
+                "INSERT INTO exchanges (id, namespace, thread, api, model, at_ms, status, parent, \
+                 prefix, suffix, body, figures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+                 $11, $12) ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(&e.id)
+            .bind(&e.namespace)
+            .bind(&e.thread)
+            .bind(&e.api)
+            .bind(&e.model)
+            .bind(e.at_ms)
+            .bind(e.status)
+            .bind(&e.parent)
+            .bind(e.prefix)
+            .bind(e.suffix)
+            .bind(&e.body)
+            .bind(&e.figures)
+            .execute(&mut *tx)
+            .await?;
+        }
+        if let Some(before) = batch.expire_exchanges_before {
+            sqlx::query(
+                "DELETE FROM exchanges WHERE at_ms < $1 AND NOT EXISTS \
+                 (SELECT 1 FROM exchanges later WHERE later.namespace = exchanges.namespace \
+                 AND later.thread = exchanges.thread AND later.at_ms >= $1)",
+            )
+            .bind(before)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await
     })
     .await

@@ -11,11 +11,11 @@ use super::SharedReads;
 use crate::clock::now_ms;
 use crate::storage::StorageError;
 use crate::storage::meta::{
-    AccessUpdate, AdminStore, CalibrationRow, FrameBatch, FrameWords, ImportedMemory, IndexLag,
-    LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord, MemoryStore, MetaStore,
-    NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore, ObjectSummary,
-    PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow,
-    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    AccessUpdate, AdminStore, CalibrationRow, ExchangeQuery, ExchangeRow, FrameBatch, FrameWords,
+    ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord,
+    MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore,
+    ObjectSummary, PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchIndex,
+    SearchRow, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// What one SQL backend does its own way; each method is the role method
@@ -157,6 +157,29 @@ impl<B: Backend> LedgerStore for B {
 
     async fn store_totals(&self) -> Result<StoreTotals, StorageError> {
         self.reads().store_totals().await
+    }
+
+    async fn exchanges(&self, query: &ExchangeQuery) -> Result<Vec<ExchangeRow>, StorageError> {
+        self.reads().exchanges(query).await
+    }
+
+    async fn exchange(
+        &self,
+        namespace: &str,
+        id: &str,
+    ) -> Result<Option<ExchangeRow>, StorageError> {
+        self.reads().exchange(namespace, id).await
+    }
+
+    async fn thread_exchanges(
+        &self,
+        namespace: &str,
+        thread: &str,
+        up_to: &str,
+    ) -> Result<Vec<ExchangeRow>, StorageError> {
+        self.reads()
+            .thread_exchanges(namespace, thread, up_to)
+            .await
     }
 }
 

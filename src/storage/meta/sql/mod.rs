@@ -14,6 +14,7 @@ use crate::storage::StorageError;
 
 mod admin;
 mod backend;
+mod exchanges;
 mod filters;
 mod memories;
 mod reports;
@@ -23,6 +24,7 @@ mod statement;
 
 pub(super) use admin::AdminReads;
 pub(super) use backend::Backend;
+pub(super) use exchanges::ExchangeReads;
 pub(super) use filters::{push_filters, push_visible};
 pub(super) use memories::MemoryReads;
 pub(super) use reports::LedgerReads;
@@ -62,9 +64,12 @@ pub(super) trait Dialect: Database {
 }
 
 /// Every read both backends share, as one object a [`Backend`] hands out.
-pub(super) trait SharedReads: MemoryReads + LedgerReads + AdminReads {}
+pub(super) trait SharedReads:
+    MemoryReads + LedgerReads + ExchangeReads + AdminReads
+{
+}
 
-impl<T: MemoryReads + LedgerReads + AdminReads> SharedReads for T {}
+impl<T: MemoryReads + LedgerReads + ExchangeReads + AdminReads> SharedReads for T {}
 
 /// Reads of the metadata through a pool of either backend (the queries:
 /// [`MemoryReads`], [`LedgerReads`], [`AdminReads`]); a backend holds one

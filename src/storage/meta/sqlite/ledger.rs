@@ -6,6 +6,12 @@ use rusqlite::Connection;
 use super::super::LedgerBatch;
 use crate::storage::StorageError;
 
+/// Removes the exchanges of every thread whose newest exchange is older
+/// than `?1` (a thread goes whole: a body may be a delta of any earlier one).
+const EXPIRE_EXCHANGES: &str = "DELETE FROM exchanges WHERE at_ms < ?1 AND NOT EXISTS \
+     (SELECT 1 FROM exchanges later WHERE later.namespace = exchanges.namespace \
+     AND later.thread = exchanges.thread AND later.at_ms >= ?1)";
+
 /// Adds counters and usage and sets calibrations (inside the writer's transaction).
 pub(super) fn write(conn: &Connection, batch: &LedgerBatch) -> Result<(), StorageError> {
     let mut counter = conn.prepare_cached(
@@ -41,6 +47,30 @@ pub(super) fn write(conn: &Connection, batch: &LedgerBatch) -> Result<(), Storag
     )?;
     for c in &batch.calibrations {
         calibration.execute((&c.namespace, &c.model, c.factor, c.samples, c.updated_at))?;
+    }
+    let mut exchange = conn.prepare_cached(
+        "INSERT INTO exchanges (id, namespace, thread, api, model, at_ms, status, parent, prefix, \
+         suffix, body, figures) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+         ON CONFLICT (id) DO NOTHING",
+    )?;
+    for e in &batch.exchanges {
+        exchange.execute(rusqlite::params![
+            e.id,
+            e.namespace,
+            e.thread,
+            e.api,
+            e.model,
+            e.at_ms,
+            e.status,
+            e.parent,
+            e.prefix,
+            e.suffix,
+            e.body,
+            e.figures
+        ])?;
+    }
+    if let Some(before) = batch.expire_exchanges_before {
+        conn.execute(EXPIRE_EXCHANGES, [before])?;
     }
     Ok(())
 }

@@ -1,0 +1,481 @@
+//! What an exchange cost, and what the same request would have cost sent
+//! untouched: the provider's usage priced at list prices (cache reads and
+//! writes at their own rates), and a model of the untouched request under
+//! the provider's caching rules.
+//!
+//! The untouched request's input is the upstream's own count of what went
+//! up plus the tokens Cairn took out. Its cached part is what it shared with
+//! the thread's previous untouched request (the same settings and tools, the
+//! same leading messages), if that one was recent enough to be cached:
+//! - OpenAI caches any prefix of ≥ 1,024 tokens by itself, in 128-token
+//!   steps, for about 5 minutes; writes cost nothing extra.
+//! - Anthropic caches only where the client puts `cache_control`
+//!   breakpoints (clients such as Claude Code put one on the last message):
+//!   the shared part is read, the rest written, for 5 minutes (or an hour
+//!   with `"ttl": "1h"`); under 1,024 tokens nothing is cached.
+
+use std::hash::{DefaultHasher, Hasher};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::domain::pricing::Price;
+use crate::domain::proxying::Provider;
+use crate::domain::proxying::usage::Usage;
+
+/// Smallest prompt either provider caches.
+const MIN_CACHED: u64 = 1_024;
+/// OpenAI's cache hits come in steps of this many tokens.
+const OPENAI_STEP: u64 = 128;
+/// How long a cached prefix lives: 5 minutes, or Anthropic's 1-hour TTL.
+const SHORT_TTL_MS: i64 = 5 * 60 * 1_000;
+const HOUR_TTL_MS: i64 = 60 * 60 * 1_000;
+
+/// The untouched request's modelled usage and cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Counterfactual {
+    /// Input tokens, cached ones included.
+    pub input: u64,
+    /// Of those, read from the prompt cache.
+    pub cache_read: u64,
+    /// Of those, written to the prompt cache.
+    pub cache_write: u64,
+    /// Output tokens (the final answer's: without Cairn there are no hidden rounds).
+    pub output: u64,
+    /// USD at list prices.
+    pub usd: f64,
+    /// How it was worked out.
+    pub method: String,
+}
+
+/// How the provider caches this client's requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caching {
+    /// Automatic prefix caching.
+    OpenAi,
+    /// Caching at the client's `cache_control` breakpoints.
+    Anthropic {
+        /// The request has breakpoints.
+        breakpoints: bool,
+        /// A breakpoint asks for the 1-hour TTL.
+        hour: bool,
+    },
+}
+
+impl Caching {
+    /// The caching that applies to a request as its client wrote it.
+    pub fn of(provider: Provider, client: &[u8]) -> Self {
+        match provider {
+            Provider::OpenAi => Self::OpenAi,
+            Provider::Anthropic => Self::Anthropic {
+                breakpoints: memchr::memmem::find(client, b"\"cache_control\"").is_some(),
+                hour: memchr::memmem::find(client, b"\"1h\"").is_some(),
+            },
+        }
+    }
+
+    /// The caching of a request body read as a value (see [`Caching::of`]).
+    pub fn of_value(provider: Provider, body: &Value) -> Self {
+        match provider {
+            Provider::OpenAi => Self::OpenAi,
+            Provider::Anthropic => {
+                let mut found = (false, false);
+                find_breakpoints(body, &mut found);
+                Self::Anthropic {
+                    breakpoints: found.0,
+                    hour: found.1,
+                }
+            }
+        }
+    }
+
+    /// True when the provider caches these requests at all.
+    pub fn caches(self) -> bool {
+        !matches!(
+            self,
+            Self::Anthropic {
+                breakpoints: false,
+                ..
+            }
+        )
+    }
+
+    /// The price per million tokens of a cache write.
+    pub fn write_rate(self, price: &Price) -> f64 {
+        match self {
+            Self::Anthropic { hour: true, .. } => price.cache_write_1h_per_mtok,
+            _ => price.cache_write_per_mtok,
+        }
+    }
+
+    fn ttl_ms(self) -> i64 {
+        match self {
+            Self::Anthropic { hour: true, .. } => HOUR_TTL_MS,
+            _ => SHORT_TTL_MS,
+        }
+    }
+
+    /// USD of `input` tokens (of which `read` and `write` cached) and `output`.
+    pub fn cost(self, price: &Price, input: u64, read: u64, write: u64, output: u64) -> f64 {
+        let write_rate = self.write_rate(price);
+        let plain = input.saturating_sub(read).saturating_sub(write);
+        (plain as f64 * price.input_per_mtok
+            + read as f64 * price.cache_read_per_mtok
+            + write as f64 * write_rate
+            + output as f64 * price.output_per_mtok)
+            / 1e6
+    }
+}
+
+/// Sets `found.0` when `value` holds a `cache_control`, `found.1` when one asks for an hour.
+fn find_breakpoints(value: &Value, found: &mut (bool, bool)) {
+    match value {
+        Value::Object(map) => {
+            if let Some(control) = map.get("cache_control") {
+                found.0 = true;
+                found.1 |= control["ttl"] == "1h";
+            }
+            for (key, inner) in map {
+                if key != "cache_control" && !found.1 {
+                    find_breakpoints(inner, found);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                if found.1 {
+                    break;
+                }
+                find_breakpoints(item, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The fields besides the message list that make up a provider's cached
+/// prefix (others — `stream`, `max_tokens`, `temperature` — do not).
+const CACHED_SETTINGS: [&str; 7] = [
+    "model",
+    "system",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "reasoning",
+];
+
+/// A request as its client sent it, reduced to what decides a shared
+/// prefix: a hash and size of its cached settings ([`CACHED_SETTINGS`]) and
+/// of each message.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    settings: (u64, u64),
+    items: Vec<(u64, u64)>,
+}
+
+impl Profile {
+    /// The profile of `body`, whose message list is under `list`.
+    pub fn of(body: &Value, list: &str) -> Self {
+        let Value::Object(fields) = body else {
+            return Self::default();
+        };
+        let mut settings = HashingWriter::default();
+        let mut items = Vec::new();
+        for (key, value) in fields {
+            match value {
+                Value::Array(list_items) if key == list => {
+                    items = list_items.iter().map(HashingWriter::of).collect();
+                }
+                _ if CACHED_SETTINGS.contains(&key.as_str()) => {
+                    settings.add(key.as_bytes());
+                    let _ = serde_json::to_writer(&mut settings, value);
+                }
+                _ => {}
+            }
+        }
+        Self {
+            settings: settings.finish(),
+            items,
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        self.settings.1 + self.items.iter().map(|(_, n)| n).sum::<u64>()
+    }
+
+    /// The share (0 to 1, by bytes) of `earlier` that starts this request too.
+    pub fn shared_with(&self, earlier: &Self) -> f64 {
+        if self.settings != earlier.settings || earlier.bytes() == 0 {
+            return 0.0;
+        }
+        let shared: u64 = self
+            .items
+            .iter()
+            .zip(&earlier.items)
+            .take_while(|(a, b)| a == b)
+            .map(|(_, (_, n))| n)
+            .sum();
+        (self.settings.1 + shared) as f64 / earlier.bytes() as f64
+    }
+}
+
+/// Hashes what is written to it and counts the bytes.
+#[derive(Default)]
+struct HashingWriter {
+    hasher: DefaultHasher,
+    bytes: u64,
+}
+
+impl HashingWriter {
+    fn of(value: &Value) -> (u64, u64) {
+        let mut writer = Self::default();
+        let _ = serde_json::to_writer(&mut writer, value);
+        writer.finish()
+    }
+
+    fn add(&mut self, bytes: &[u8]) {
+        self.hasher.write(bytes);
+        self.bytes += bytes.len() as u64;
+    }
+
+    fn finish(&self) -> (u64, u64) {
+        (self.hasher.finish(), self.bytes)
+    }
+}
+
+impl std::io::Write for HashingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.add(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The thread's previous untouched request, as the model of this one needs it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Previous {
+    /// Its modelled input tokens.
+    pub input: u64,
+    /// The share of it this request starts with.
+    pub shared: f64,
+    /// How long before this request it was sent, in milliseconds.
+    pub age_ms: i64,
+}
+
+/// What the untouched request would have cost: `first` is the upstream's
+/// usage of the first round (what Cairn sent), `removed` the tokens Cairn
+/// took out, `output` the final answer's output tokens.
+pub fn counterfactual(
+    caching: Caching,
+    price: &Price,
+    first: Usage,
+    removed: u64,
+    output: u64,
+    previous: Option<Previous>,
+) -> Counterfactual {
+    let input = first.input + removed;
+    let cached = previous
+        .filter(|p| p.age_ms <= caching.ttl_ms())
+        .map_or(0, |p| {
+            ((p.input as f64 * p.shared).floor() as u64).min(input)
+        });
+    let (cache_read, cache_write, rule) = match caching {
+        Caching::OpenAi if cached >= MIN_CACHED => (
+            cached - (cached - MIN_CACHED) % OPENAI_STEP,
+            0,
+            "OpenAI automatic prefix cache",
+        ),
+        Caching::OpenAi => (0, 0, "OpenAI automatic prefix cache"),
+        Caching::Anthropic {
+            breakpoints: true, ..
+        } if input >= MIN_CACHED => (
+            cached,
+            input - cached,
+            "Anthropic cache_control breakpoints",
+        ),
+        Caching::Anthropic { .. } => (0, 0, "Anthropic, no cache_control breakpoint"),
+    };
+    Counterfactual {
+        input,
+        cache_read,
+        cache_write,
+        output,
+        usd: caching.cost(price, input, cache_read, cache_write, output),
+        method: format!(
+            "modelled: the upstream's input count plus the {removed} tokens taken out; cached: \
+             the prefix shared with the thread's previous untouched request ({rule})"
+        ),
+    }
+}
+
+/// The counterfactual of a request that went up as the client sent it, in
+/// one round: what was billed.
+pub fn as_billed(caching: Caching, price: &Price, first: Usage) -> Counterfactual {
+    Counterfactual {
+        input: first.input,
+        cache_read: first.cache_read,
+        cache_write: first.cache_write,
+        output: first.output,
+        usd: caching.cost(
+            price,
+            first.input,
+            first.cache_read,
+            first.cache_write,
+            first.output,
+        ),
+        method: "as billed: the request went upstream untouched".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::pricing::Pricing;
+
+    fn usage(input: u64, read: u64, write: u64, output: u64) -> Usage {
+        Usage {
+            input,
+            output,
+            cache_read: read,
+            cache_write: write,
+        }
+    }
+
+    #[test]
+    fn a_profile_shares_its_settings_and_leading_messages() {
+        let earlier = json!({"model": "m", "messages": [{"a": 1}, {"b": 2}], "tools": [1]});
+        let later = json!({"model": "m", "messages": [{"a": 1}, {"b": 2}, {"c": 3}], "tools": [1]});
+        let (e, l) = (
+            Profile::of(&earlier, "messages"),
+            Profile::of(&later, "messages"),
+        );
+        assert_eq!(l.shared_with(&e), 1.0);
+        assert!(e.shared_with(&l) < 1.0);
+        let edited = json!({"model": "m", "messages": [{"a": 1}, {"b": 9}], "tools": [1]});
+        let share = Profile::of(&edited, "messages").shared_with(&e);
+        assert!(share > 0.0 && share < 1.0, "{share}");
+        let other_tools = json!({"model": "m", "messages": [{"a": 1}, {"b": 2}], "tools": [2]});
+        assert_eq!(Profile::of(&other_tools, "messages").shared_with(&e), 0.0);
+        // Streaming or not, and the answer's length, are not part of the cached prefix.
+        let streamed = json!({"model": "m", "stream": true, "max_tokens": 9,
+            "messages": [{"a": 1}, {"b": 2}, {"c": 3}], "tools": [1]});
+        assert_eq!(Profile::of(&streamed, "messages").shared_with(&e), 1.0);
+    }
+
+    #[test]
+    fn the_untouched_request_is_cached_by_each_providers_rules() {
+        let price = Pricing::default().price(Some("claude-sonnet-4-5"));
+        let claude = Caching::Anthropic {
+            breakpoints: true,
+            hour: false,
+        };
+        let previous = Previous {
+            input: 10_000,
+            shared: 1.0,
+            age_ms: 1_000,
+        };
+        // Cairn sent 3,000 tokens and took 9,000 out: untouched it was 12,000,
+        // 10,000 of them read from the cache and 2,000 written.
+        let c = counterfactual(
+            claude,
+            &price,
+            usage(3_000, 0, 0, 50),
+            9_000,
+            50,
+            Some(previous),
+        );
+        assert_eq!(
+            (c.input, c.cache_read, c.cache_write),
+            (12_000, 10_000, 2_000)
+        );
+        let expected = (10_000.0 * 0.3 + 2_000.0 * 3.75 + 50.0 * 15.0) / 1e6;
+        assert!((c.usd - expected).abs() < 1e-12, "{}", c.usd);
+        // Too old to be cached: all written again.
+        let stale = Previous {
+            age_ms: SHORT_TTL_MS + 1,
+            ..previous
+        };
+        let c = counterfactual(
+            claude,
+            &price,
+            usage(3_000, 0, 0, 50),
+            9_000,
+            50,
+            Some(stale),
+        );
+        assert_eq!((c.cache_read, c.cache_write), (0, 12_000));
+        // No breakpoints: nothing cached.
+        let plain = Caching::of(Provider::Anthropic, br#"{"messages":[]}"#);
+        let c = counterfactual(
+            plain,
+            &price,
+            usage(3_000, 0, 0, 50),
+            9_000,
+            50,
+            Some(previous),
+        );
+        assert_eq!((c.cache_read, c.cache_write), (0, 0));
+        // OpenAI: reads in 128-token steps from 1,024 on, never a write.
+        let gpt = Pricing::default().price(Some("gpt-5"));
+        let half = Previous {
+            shared: 0.2,
+            ..previous
+        };
+        let c = counterfactual(
+            Caching::OpenAi,
+            &gpt,
+            usage(3_000, 0, 0, 9),
+            9_000,
+            9,
+            Some(half),
+        );
+        assert_eq!((c.cache_read, c.cache_write), (1_024 + 896, 0));
+        let tiny = Previous {
+            input: 1_000,
+            ..previous
+        };
+        let c = counterfactual(
+            Caching::OpenAi,
+            &gpt,
+            usage(3_000, 0, 0, 9),
+            9_000,
+            9,
+            Some(tiny),
+        );
+        assert_eq!(c.cache_read, 0);
+    }
+
+    #[test]
+    fn an_untouched_request_costs_what_was_billed() {
+        let price = Pricing::default().price(Some("claude-haiku-4-5"));
+        let caching = Caching::of(
+            Provider::Anthropic,
+            br#"{"cache_control":{"type":"ephemeral"}}"#,
+        );
+        let body = json!({"messages": [{"content": [{"type": "text", "cache_control": {"type": "ephemeral"}}]}]});
+        assert_eq!(Caching::of_value(Provider::Anthropic, &body), caching);
+        let hour = json!({"system": [{"cache_control": {"type": "ephemeral", "ttl": "1h"}}]});
+        assert_eq!(
+            Caching::of_value(Provider::Anthropic, &hour),
+            Caching::Anthropic {
+                breakpoints: true,
+                hour: true
+            }
+        );
+        assert!(!Caching::of_value(Provider::Anthropic, &json!({})).caches());
+        let first = usage(5_000, 4_000, 500, 20);
+        let c = as_billed(caching, &price, first);
+        assert_eq!(
+            (c.input, c.cache_read, c.cache_write, c.output),
+            (5_000, 4_000, 500, 20)
+        );
+        assert!((c.usd - price.cost_cached(5_000, 4_000, 500, 20)).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,338 @@
+//! The exchange ledger: one record per proxied request — its thread, API
+//! and model; the tokens the client sent and those that went upstream; the
+//! pieces offloaded; each round's usage and the retrievals the model made
+//! through Cairn's tools; the billed cost and the counterfactual cost of the
+//! same request sent untouched ([`cost`]); skips and how it ended — with the
+//! body the model saw, stored as a delta against the thread's previous
+//! exchange ([`body`], [`threads`]). Records are queued in the [`Ledger`]
+//! and written with its batches; reads flush it first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::govern_cost::GovernDecision;
+use super::{Endpoint, Provider};
+use crate::clock::now_ms;
+use crate::domain::DomainError;
+use crate::domain::ledger::Ledger;
+use crate::storage::meta::{ExchangeQuery, ExchangeRow, LedgerStore};
+
+pub mod body;
+pub mod cost;
+mod threads;
+mod trace;
+
+pub use cost::Counterfactual;
+pub use trace::{Ended, Started, Trace};
+
+/// Request bodies the ledger holds in memory to store the next one as a delta.
+const THREAD_BYTES: u64 = 64 << 20;
+
+/// How often expired exchanges are removed.
+const EXPIRY_PERIOD_MS: i64 = 60 * 60 * 1_000;
+
+/// A piece Cairn took out of the request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Piece {
+    /// The memory holding it (`mem://<id>` gets it back).
+    pub memory_id: String,
+    /// Its tokens.
+    pub tokens: u64,
+    /// Index of its message in the conversation as Cairn read it.
+    pub message: usize,
+    /// True when the governor's tier took it (not the offload threshold).
+    pub governed: bool,
+}
+
+/// A call the model made to one of Cairn's tools in a hidden round.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Retrieval {
+    /// `memory_fetch`, `memory_grep` or `memory_search`.
+    pub tool: String,
+    /// What it asked for: the pointer, memory id or query.
+    pub target: Option<String>,
+    /// Bytes of the answer handed to the model.
+    pub bytes: u64,
+    /// Tokens of that answer.
+    pub tokens: u64,
+    /// True when the call failed (the model was told why).
+    pub error: bool,
+}
+
+/// One upstream call of the exchange.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RoundFigures {
+    /// The model that answered.
+    pub model: String,
+    /// Input tokens, cached ones included (the upstream's count).
+    pub input: u64,
+    /// Of those, read from the prompt cache.
+    pub cache_read: u64,
+    /// Of those, written to the prompt cache.
+    pub cache_write: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// USD at list prices.
+    pub usd: f64,
+    /// Cairn's tools the model called in this round (answered by Cairn, then the upstream asked again).
+    pub retrievals: Vec<Retrieval>,
+}
+
+/// What the ledger records of one exchange.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Figures {
+    /// True for a streamed answer.
+    pub streamed: bool,
+    /// `answered`, `upstream_error` (the upstream's error went to the
+    /// client), `failed: …` (Cairn answered an error), `cut: …` (the stream
+    /// ended early), `refused: …` (the upstream refused a retrieval round),
+    /// `client_gone`.
+    pub outcome: String,
+    /// From the request's arrival to the answer's end, in milliseconds.
+    pub latency_ms: u64,
+    /// Of that, the time Cairn spent besides waiting for the upstream.
+    pub added_ms: f64,
+    /// Tokens of the request as the client sent it.
+    pub tokens_client: u64,
+    /// Tokens of the request as it went upstream (before Cairn's tools were added).
+    pub tokens_upstream: u64,
+    /// How tokens were counted (exact encoding, or an estimate, with calibration).
+    pub token_method: String,
+    /// The governor's tier.
+    pub tier: String,
+    /// The governor's decision on a rewrite beyond offload, when its tier
+    /// asked for one: made or not, and the modelled cost and saving.
+    pub governor: Option<GovernDecision>,
+    /// The pieces taken out.
+    pub pieces: Vec<Piece>,
+    /// Cairn's tools added to the request.
+    pub tools_added: Vec<String>,
+    /// Each upstream call, in order.
+    pub rounds: Vec<RoundFigures>,
+    /// Tokens the model fetched back through Cairn's tools.
+    pub fetched_tokens: u64,
+    /// USD of all rounds at list prices.
+    pub billed_usd: f64,
+    /// The same request sent untouched.
+    pub counterfactual: Counterfactual,
+    /// The price table entry applied.
+    pub price_entry: String,
+    /// Why the request went upstream unchanged, if it did.
+    pub skipped: Option<String>,
+}
+
+/// One exchange as the ledger answers it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExchangeRecord {
+    /// Sortable id.
+    pub id: String,
+    /// The conversation it belongs to.
+    pub thread: String,
+    /// `chat_completions`, `responses` or `messages`.
+    pub api: String,
+    /// The model asked for.
+    pub model: String,
+    /// When it started, Unix milliseconds.
+    pub at_ms: i64,
+    /// The HTTP status the client got.
+    pub status: u16,
+    /// What happened.
+    pub figures: Figures,
+}
+
+/// One exchange with the body the model saw.
+pub struct ExchangeDetail {
+    /// The record.
+    pub record: ExchangeRecord,
+    /// The first round's upstream body, byte for byte; `None` when an
+    /// earlier exchange of its thread it was stored against has expired.
+    pub body: Option<Vec<u8>>,
+}
+
+/// Which exchanges to list.
+#[derive(Clone, Debug, Default)]
+pub struct ExchangeFilter {
+    /// Only this thread.
+    pub thread: Option<String>,
+    /// Only this model.
+    pub model: Option<String>,
+    /// Only at or after, Unix milliseconds.
+    pub since_ms: Option<i64>,
+    /// Only before, Unix milliseconds.
+    pub until_ms: Option<i64>,
+}
+
+/// The exchange ledger service.
+pub struct ExchangeLedger {
+    ledger: Arc<Ledger>,
+    store: Arc<dyn LedgerStore>,
+    threads: threads::Threads,
+    keep: Option<Duration>,
+    last_expiry: std::sync::atomic::AtomicI64,
+}
+
+impl ExchangeLedger {
+    /// Records into `ledger`'s batches and reads from `store`; exchanges are
+    /// kept for `keep` (for ever when `None`).
+    pub fn new(ledger: Arc<Ledger>, store: Arc<dyn LedgerStore>, keep: Option<Duration>) -> Self {
+        Self {
+            ledger,
+            store,
+            threads: threads::Threads::new(THREAD_BYTES),
+            keep,
+            last_expiry: std::sync::atomic::AtomicI64::new(0),
+        }
+    }
+
+    /// Starts the record of an exchange whose rewritten body goes upstream now.
+    pub fn begin(&self, started: Started<'_>) -> Trace {
+        Trace::begin(&self.threads, started)
+    }
+
+    /// Finishes `trace`: prices it, models its counterfactual, counts it in
+    /// the metrics and queues it for the next write.
+    pub fn finish(&self, trace: Trace, ended: &Ended<'_>) {
+        let (row, provider, untouched) = trace.finish(self.ledger.pricing(), ended);
+        let Ok(figures) = serde_json::from_str::<Figures>(&row.figures) else {
+            return;
+        };
+        self.count(provider, &figures);
+        self.threads.finished(
+            &(row.namespace.clone(), row.thread.clone()),
+            &row.id,
+            untouched,
+        );
+        self.ledger.queue_exchange(row);
+        self.expire();
+    }
+
+    fn count(&self, provider: Provider, figures: &Figures) {
+        let metrics = &self.ledger.metrics().proxy;
+        let provider = provider.name();
+        metrics
+            .cost_usd
+            .with_label_values(&[provider, "billed"])
+            .inc_by(figures.billed_usd);
+        metrics
+            .cost_usd
+            .with_label_values(&[provider, "counterfactual"])
+            .inc_by(figures.counterfactual.usd);
+        let offloaded: u64 = figures.pieces.iter().map(|p| p.tokens).sum();
+        metrics
+            .offloaded_tokens
+            .with_label_values(&[provider])
+            .inc_by(offloaded);
+        metrics
+            .fetched_tokens
+            .with_label_values(&[provider])
+            .inc_by(figures.fetched_tokens);
+    }
+
+    /// Asks the ledger to remove expired threads, at most once an hour.
+    fn expire(&self) {
+        let Some(keep) = self.keep else {
+            return;
+        };
+        let now = now_ms();
+        let last = self.last_expiry.load(std::sync::atomic::Ordering::Relaxed);
+        if now - last < EXPIRY_PERIOD_MS {
+            return;
+        }
+        self.last_expiry
+            .store(now, std::sync::atomic::Ordering::Relaxed);
+        let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+        self.ledger.expire_exchanges(now.saturating_sub(keep_ms));
+    }
+
+    /// A namespace's exchanges, newest first: at most `limit`, older than
+    /// the exchange `before` when given.
+    pub async fn list(
+        &self,
+        namespace: &str,
+        filter: ExchangeFilter,
+        before: Option<String>,
+        limit: u32,
+    ) -> Result<Vec<ExchangeRecord>, DomainError> {
+        self.ledger.flush().await?;
+        let rows = self
+            .store
+            .exchanges(&ExchangeQuery {
+                namespace: namespace.to_owned(),
+                thread: filter.thread,
+                model: filter.model,
+                since_ms: filter.since_ms,
+                until_ms: filter.until_ms,
+                before,
+                limit,
+            })
+            .await?;
+        Ok(rows.into_iter().map(record).collect())
+    }
+
+    /// One exchange of a namespace with its body, rebuilt from its thread.
+    pub async fn get(
+        &self,
+        namespace: &str,
+        id: &str,
+    ) -> Result<Option<ExchangeDetail>, DomainError> {
+        self.ledger.flush().await?;
+        let Some(row) = self.store.exchange(namespace, id).await? else {
+            return Ok(None);
+        };
+        let body = if row.parent.is_none() {
+            Some(row.body.clone())
+        } else {
+            let chain = self
+                .store
+                .thread_exchanges(namespace, &row.thread, id)
+                .await?;
+            body::rebuild(chain, id)
+        };
+        Ok(Some(ExchangeDetail {
+            record: record(row),
+            body,
+        }))
+    }
+}
+
+/// A stored row as a record (figures a later version cannot read come back empty).
+fn record(row: ExchangeRow) -> ExchangeRecord {
+    ExchangeRecord {
+        figures: serde_json::from_str(&row.figures).unwrap_or_default(),
+        id: row.id,
+        thread: row.thread,
+        api: row.api,
+        model: row.model,
+        at_ms: row.at_ms,
+        status: u16::try_from(row.status).unwrap_or(0),
+    }
+}
+
+/// The message list's key in a request body of `endpoint`.
+pub fn list_key(endpoint: Endpoint) -> &'static str {
+    match endpoint {
+        Endpoint::Responses => "input",
+        Endpoint::Chat | Endpoint::Messages => "messages",
+    }
+}
+
+/// The thread of a request: the client's own thread or session id, else
+/// the conversation Cairn recognises by its opening.
+pub fn thread_of(named: Option<&str>, opening: &[u8; 32]) -> String {
+    match named {
+        Some(name) => name.chars().take(200).collect(),
+        None => format!("c-{}", hex::encode(&opening[..8])),
+    }
+}
+
+/// What the model asked a tool for.
+fn target_of(arguments: &Value) -> Option<String> {
+    ["uri", "memory_id", "query", "pattern"]
+        .iter()
+        .find_map(|key| arguments[*key].as_str())
+        .map(|s| s.chars().take(300).collect())
+}

@@ -1,0 +1,225 @@
+//! The record of one exchange while it runs: begun when its rewritten body
+//! goes upstream, added to at each round and retrieval, finished into a
+//! ledger row when the client's answer ends.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::cost::{self, Caching, Previous, Profile};
+use super::threads::Threads;
+use super::{Figures, Piece, Retrieval, RoundFigures, target_of};
+use crate::clock::now_ms;
+use crate::domain::pricing::Pricing;
+use crate::domain::proxying::govern_cost::GovernDecision;
+use crate::domain::proxying::usage::Usage;
+use crate::domain::proxying::{Endpoint, Provider};
+use crate::domain::tokens::Counter;
+use crate::storage::meta::ExchangeRow;
+
+/// What an exchange knows when its first round goes upstream.
+pub struct Started<'a> {
+    /// The caller's namespace.
+    pub namespace: &'a str,
+    /// Its thread ([`super::thread_of`]).
+    pub thread: String,
+    /// The endpoint called.
+    pub endpoint: Endpoint,
+    /// The model asked for.
+    pub model: &'a str,
+    /// The request as the client sent it, reduced to what decides a shared prefix.
+    pub profile: Profile,
+    /// How the provider caches the client's requests.
+    pub caching: Caching,
+    /// The request as it goes upstream.
+    pub upstream: &'a [u8],
+    /// True when the client asked for a stream.
+    pub streamed: bool,
+    /// Tokens as the client sent it, as it goes upstream, and how they were counted.
+    pub tokens: (u64, u64, &'a str),
+    /// The governor's tier.
+    pub tier: &'a str,
+    /// The governor's decision, if its tier asked for a rewrite.
+    pub governor: Option<GovernDecision>,
+    /// What was taken out.
+    pub pieces: Vec<Piece>,
+    /// Cairn's tools added.
+    pub tools_added: &'a [&'static str],
+    /// Why the request went unchanged, if it did.
+    pub skipped: Option<&'a str>,
+    /// The counter of the request's model (for retrieval answers).
+    pub counter: Counter,
+}
+
+/// How an exchange ended.
+pub struct Ended<'a> {
+    /// The status the client got (0 when it went away first).
+    pub status: u16,
+    /// What happened ([`Figures::outcome`]).
+    pub outcome: &'a str,
+    /// From arrival to the answer's end.
+    pub latency: Duration,
+    /// Of that, Cairn's own time.
+    pub added: Duration,
+}
+
+/// One exchange being recorded.
+pub struct Trace {
+    row: ExchangeRow,
+    figures: Figures,
+    usages: Vec<Option<Usage>>,
+    provider: Provider,
+    caching: Caching,
+    previous: Option<Previous>,
+    counter: Counter,
+    /// The request went up as the client sent it.
+    untouched: bool,
+}
+
+impl Trace {
+    /// Begins the record; places its body in its thread.
+    pub(super) fn begin(threads: &Threads, s: Started<'_>) -> Self {
+        let at_ms = now_ms();
+        let id = new_id(at_ms);
+        let key = (s.namespace.to_owned(), s.thread.clone());
+        let placed = threads.place(key, &id, s.upstream.to_vec(), s.profile, at_ms);
+        let untouched = s.pieces.is_empty() && s.tools_added.is_empty();
+        Self {
+            row: ExchangeRow {
+                id,
+                namespace: s.namespace.to_owned(),
+                thread: s.thread,
+                api: s.endpoint.name().to_owned(),
+                model: s.model.to_owned(),
+                at_ms,
+                status: 0,
+                parent: placed.parent,
+                prefix: i64::try_from(placed.delta.prefix).unwrap_or(i64::MAX),
+                suffix: i64::try_from(placed.delta.suffix).unwrap_or(i64::MAX),
+                body: placed.delta.middle,
+                figures: String::new(),
+            },
+            figures: Figures {
+                streamed: s.streamed,
+                tokens_client: s.tokens.0,
+                tokens_upstream: s.tokens.1,
+                token_method: s.tokens.2.to_owned(),
+                tier: s.tier.to_owned(),
+                governor: s.governor,
+                pieces: s.pieces,
+                tools_added: s.tools_added.iter().map(|t| (*t).to_owned()).collect(),
+                skipped: s.skipped.map(str::to_owned),
+                ..Figures::default()
+            },
+            usages: Vec::new(),
+            provider: s.endpoint.provider(),
+            caching: s.caching,
+            previous: placed.previous,
+            counter: s.counter,
+            untouched,
+        }
+    }
+
+    /// The exchange's id.
+    pub fn id(&self) -> &str {
+        &self.row.id
+    }
+
+    /// Adds an upstream round answered by `model` with `usage` (if it said).
+    pub fn round(&mut self, model: &str, usage: Option<Usage>) {
+        self.usages.push(usage);
+        self.figures.rounds.push(RoundFigures {
+            model: model.to_owned(),
+            ..RoundFigures::default()
+        });
+    }
+
+    /// Adds a call to one of Cairn's tools, answered with `content`, to the latest round.
+    pub fn retrieval(&mut self, tool: &str, arguments: &Value, content: &str, error: bool) {
+        let tokens = self.counter.count(content);
+        self.figures.fetched_tokens += tokens;
+        let retrieval = Retrieval {
+            tool: tool.to_owned(),
+            target: target_of(arguments),
+            bytes: content.len() as u64,
+            tokens,
+            error,
+        };
+        if let Some(round) = self.figures.rounds.last_mut() {
+            round.retrievals.push(retrieval);
+        }
+    }
+
+    /// The finished row, its provider, and the untouched request's modelled
+    /// input (for the thread's next counterfactual).
+    pub(super) fn finish(
+        mut self,
+        pricing: &Pricing,
+        ended: &Ended<'_>,
+    ) -> (ExchangeRow, Provider, Option<u64>) {
+        let model = Some(self.row.model.as_str()).filter(|m| !m.is_empty());
+        let price = pricing.price(model);
+        for (round, usage) in self.figures.rounds.iter_mut().zip(&self.usages) {
+            let u = usage.unwrap_or_default();
+            let round_price = pricing.price(Some(round.model.as_str()).filter(|m| !m.is_empty()));
+            round.input = u.input;
+            round.cache_read = u.cache_read;
+            round.cache_write = u.cache_write;
+            round.output = u.output;
+            round.usd =
+                self.caching
+                    .cost(&round_price, u.input, u.cache_read, u.cache_write, u.output);
+        }
+        self.figures.billed_usd = self.figures.rounds.iter().map(|r| r.usd).sum();
+        let first = self.usages.first().copied().flatten();
+        let last_output = self
+            .usages
+            .last()
+            .copied()
+            .flatten()
+            .map_or(0, |u| u.output);
+        let removed = self
+            .figures
+            .tokens_client
+            .saturating_sub(self.figures.tokens_upstream);
+        self.figures.counterfactual = match first {
+            Some(first) if self.untouched && self.usages.len() == 1 => {
+                cost::as_billed(self.caching, &price, first)
+            }
+            Some(first) => cost::counterfactual(
+                self.caching,
+                &price,
+                first,
+                removed,
+                last_output,
+                self.previous,
+            ),
+            None => cost::Counterfactual {
+                method: "not known: the upstream reported no usage".into(),
+                ..cost::Counterfactual::default()
+            },
+        };
+        let untouched_input = first.map(|_| self.figures.counterfactual.input);
+        self.figures.price_entry = price.entry;
+        self.figures.outcome = ended.outcome.to_owned();
+        self.figures.latency_ms = u64::try_from(ended.latency.as_millis()).unwrap_or(u64::MAX);
+        self.figures.added_ms = ended.added.as_secs_f64() * 1e3;
+        self.row.status = i64::from(ended.status);
+        self.row.figures = serde_json::to_string(&self.figures).unwrap_or_default();
+        (self.row, self.provider, untouched_input)
+    }
+}
+
+/// A new exchange id: `ex_`, the time in milliseconds (13 hex digits, so
+/// ids sort by time) and 8 random bytes.
+fn new_id(at_ms: i64) -> String {
+    let mut random = [0u8; 8];
+    if getrandom::fill(&mut random).is_err() {
+        // No system randomness: the clock's nanoseconds are unique enough here.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        random[..4].copy_from_slice(&nanos.to_le_bytes());
+    }
+    format!("ex_{:013x}{}", at_ms.max(0), hex::encode(random))
+}

@@ -1,0 +1,124 @@
+//! The exchange's record in the ledger ([`crate::domain::proxying::exchanges`]):
+//! begun when its first round goes upstream, added to at each round and
+//! retrieval, finished when the client's answer ends — or when the client
+//! went away first (the exchange is dropped unfinished).
+
+use axum::http::StatusCode;
+use serde_json::Value;
+
+use super::Exchange;
+use crate::domain::proxying::Endpoint;
+use crate::domain::proxying::exchanges::cost::{Caching, Profile};
+use crate::domain::proxying::exchanges::{Ended, Started, Trace, list_key, thread_of};
+use crate::domain::proxying::rewrite::Report;
+use crate::domain::proxying::spliced::Spliced;
+use crate::domain::proxying::usage::Usage;
+use crate::http::AppState;
+use crate::http::auth::Caller;
+
+/// The request as its client sent it, as far as the ledger needs it.
+pub(super) struct Client {
+    profile: Profile,
+    caching: Caching,
+    /// The thread or session the client named.
+    named: Option<String>,
+}
+
+impl Client {
+    /// Read before the rewrite; `named` is the thread or session the client named.
+    pub(super) fn of(endpoint: Endpoint, body: &Spliced, named: Option<&str>) -> Self {
+        Self {
+            profile: Profile::of(body.value(), list_key(endpoint)),
+            caching: Caching::of(endpoint.provider(), body.bytes()),
+            named: named.map(str::to_owned),
+        }
+    }
+}
+
+/// Begins the record of an exchange whose `body` goes upstream now.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn begin(
+    state: &AppState,
+    caller: &Caller,
+    endpoint: Endpoint,
+    model: &str,
+    report: &Report,
+    ours: &[&'static str],
+    client: Client,
+    body: &Spliced,
+    streamed: bool,
+) -> Trace {
+    state.exchanges.begin(Started {
+        namespace: &caller.namespace,
+        thread: thread_of(client.named.as_deref(), &report.opening),
+        endpoint,
+        model,
+        profile: client.profile,
+        caching: client.caching,
+        upstream: body.bytes(),
+        streamed,
+        tokens: (report.tokens_before, report.tokens_after, &report.method),
+        tier: report.tier.name(),
+        governor: report.governor.clone(),
+        pieces: report.pieces.clone(),
+        tools_added: ours,
+        skipped: report.skipped.as_deref(),
+        counter: report.counter,
+    })
+}
+
+impl Exchange {
+    /// Adds a round's usage to the record.
+    pub(super) fn trace_round(&self, model: &str, usage: Option<Usage>) {
+        self.traced(|t| t.round(model, usage));
+    }
+
+    /// Adds a retrieval to the record.
+    pub(super) fn trace_retrieval(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        content: &str,
+        error: bool,
+    ) {
+        self.traced(|t| t.retrieval(tool, arguments, content, error));
+    }
+
+    fn traced(&self, f: impl FnOnce(&mut Trace)) {
+        if let Ok(mut trace) = self.trace.lock()
+            && let Some(trace) = trace.as_mut()
+        {
+            f(trace);
+        }
+    }
+
+    /// Finishes the record with the status the client got (once: later calls do nothing).
+    pub(super) fn finish(&self, status: StatusCode, outcome: &str) {
+        self.finish_with(status.as_u16(), outcome);
+    }
+
+    fn finish_with(&self, status: u16, outcome: &str) {
+        let Some(trace) = self.trace.lock().ok().and_then(|mut t| t.take()) else {
+            return;
+        };
+        let latency = self.started.elapsed();
+        let added = self.added.lock().ok().and_then(|a| *a).unwrap_or_default();
+        self.state.exchanges.finish(
+            trace,
+            &Ended {
+                status,
+                outcome,
+                latency,
+                added,
+            },
+        );
+    }
+}
+
+impl Drop for Exchange {
+    /// An exchange dropped unfinished: the client went away (its request
+    /// was cancelled, or its stream closed) before the answer ended.
+    fn drop(&mut self) {
+        self.finish_with(0, "client_gone");
+    }
+}

@@ -1,0 +1,286 @@
+//! The exchange ledger through the real router: each proxied request is
+//! recorded with its rounds, retrievals, pieces and costs; the body the model
+//! saw comes back byte for byte from the stored deltas; pages, filters and
+//! namespaces hold.
+
+use serde_json::{Value, json};
+
+use super::{recorded, seq_output, serve, upstream};
+
+const ALPHA: &str = "alpha-ledger-key-01";
+const BETA: &str = "beta-ledger-key-002";
+
+/// Turn `n` of a Claude-style conversation whose first tool result is big.
+fn turn(n: usize, big: &str, stream: bool) -> Value {
+    let mut messages = vec![
+        json!({"role": "user", "content": "run the listing"}),
+        json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "seq"}}]}),
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": big}]}),
+    ];
+    for i in 1..n {
+        messages.push(json!({"role": "assistant", "content": format!("answer {i}")}));
+        messages.push(json!({"role": "user", "content": [{"type": "text", "text": format!("question {i}"), "cache_control": {"type": "ephemeral"}}]}));
+    }
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "stream": stream,
+        "system": "You are terse.",
+        "tools": [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}],
+        "messages": messages})
+}
+
+async fn get(http: &reqwest::Client, url: &str, key: &str) -> (u16, Value) {
+    let mut request = http.get(url);
+    if !key.is_empty() {
+        request = request.bearer_auth(key);
+    }
+    let answer = request.send().await.unwrap();
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn every_exchange_is_recorded_with_its_rounds_costs_and_the_body_the_model_saw() {
+    let up = upstream();
+    let server = serve(|c| {
+        c.api_keys = Some(format!("{ALPHA}:alpha,{BETA}:beta"));
+        c.upstream_anthropic_url = Some(up.url.clone());
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let big = seq_output(3_000, 1_234);
+    for (n, stream) in [(1, false), (2, true), (3, false)] {
+        let answer = http
+            .post(format!("{}/v1/messages", server.base))
+            .header("x-api-key", "sk-ant-test")
+            .header("x-cairn-key", ALPHA)
+            .header("x-claude-code-session-id", "session-7")
+            .json(&turn(n, &big, stream))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        let text = answer.text().await.unwrap();
+        assert!(text.contains("FETCHED"), "turn {n}: {text}");
+    }
+    // One more in another thread, through the OpenAI API, with nothing to offload.
+    let small = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .header("authorization", "Bearer sk-test")
+        .header("x-cairn-key", ALPHA)
+        .json(&json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(small.status(), 200);
+
+    let base = format!("{}/v1/exchanges", server.base);
+    let (status, page) = get(&http, &format!("{base}?thread=session-7"), ALPHA).await;
+    assert_eq!(status, 200, "{page}");
+    let exchanges = page["exchanges"].as_array().unwrap();
+    assert_eq!(exchanges.len(), 3, "{page}");
+    assert!(
+        exchanges[0]["id"].as_str() > exchanges[1]["id"].as_str(),
+        "newest first"
+    );
+    for (x, streamed) in exchanges.iter().zip([false, true, false]) {
+        assert_eq!(x["status"], 200, "{x}");
+        assert_eq!(x["outcome"], "answered", "{x}");
+        assert_eq!(x["api"], "messages");
+        assert_eq!(x["streamed"], streamed, "{x}");
+        assert_eq!(x["tools_added"][0], "memory_fetch", "{x}");
+        // The big result was taken out, and the model fetched part of it back.
+        let piece = &x["pieces"][0];
+        assert!(piece["tokens"].as_u64().unwrap() > 1_000, "{x}");
+        assert_eq!(piece["governed"], false);
+        let rounds = x["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 2, "{x}");
+        let retrieval = &rounds[0]["retrievals"][0];
+        assert_eq!(retrieval["tool"], "memory_fetch");
+        let pointer = format!("mem://{}#L3-7", piece["memory_id"].as_str().unwrap());
+        assert_eq!(retrieval["target"], pointer.as_str(), "{x}");
+        assert!(retrieval["bytes"].as_u64().unwrap() > 0 && retrieval["error"] == false);
+        assert_eq!(x["fetched_tokens"], retrieval["tokens"]);
+        // Billed: the stand-in's usage (10 input + 50 read + 20 written, 5 out) at Sonnet's prices.
+        let round_usd = (10.0 * 3.0 + 50.0 * 0.3 + 20.0 * 3.75 + 5.0 * 15.0) / 1e6;
+        assert_eq!(rounds[0]["input"], 80);
+        assert!(
+            (rounds[0]["usd"].as_f64().unwrap() - round_usd).abs() < 1e-12,
+            "{x}"
+        );
+        assert!((x["billed_usd"].as_f64().unwrap() - 2.0 * round_usd).abs() < 1e-12);
+        // Untouched, the request held what was taken out, in one round.
+        let removed = x["tokens_client"].as_u64().unwrap() - x["tokens_upstream"].as_u64().unwrap();
+        assert!(removed > 1_000, "{x}");
+        let counterfactual = &x["counterfactual"];
+        assert_eq!(
+            counterfactual["input"].as_u64().unwrap(),
+            80 + removed,
+            "{x}"
+        );
+        assert_eq!(counterfactual["output"], 5);
+        assert!(counterfactual["usd"].as_f64().unwrap() > x["billed_usd"].as_f64().unwrap());
+    }
+    // Turn 3 shares turn 2's whole history: untouched, it would have read
+    // turn 2's input from the cache (the client puts breakpoints).
+    let (third, second) = (
+        &exchanges[0]["counterfactual"],
+        &exchanges[1]["counterfactual"],
+    );
+    assert_eq!(third["cache_read"], second["input"], "{third} {second}");
+
+    // What the model saw, byte for byte: each exchange's first upstream request.
+    let sent: Vec<Value> = recorded(&http, &up)
+        .await
+        .into_iter()
+        .filter(|r| r["path"] == "/v1/messages")
+        .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(sent.len(), 6, "two rounds per turn");
+    for (i, x) in exchanges.iter().rev().enumerate() {
+        let url = format!("{base}/{}", x["id"].as_str().unwrap());
+        let (status, detail) = get(&http, &url, ALPHA).await;
+        assert_eq!(status, 200, "{detail}");
+        assert_eq!(detail["upstream_body"], sent[2 * i], "exchange {i}");
+        assert_eq!(detail["id"], x["id"]);
+    }
+
+    // Pages, filters, the other thread.
+    let (_, all) = get(&http, &format!("{base}?limit=2"), ALPHA).await;
+    assert_eq!(all["exchanges"].as_array().unwrap().len(), 2);
+    assert_eq!(all["exchanges"][0]["api"], "chat_completions");
+    let method = all["exchanges"][0]["counterfactual"]["method"]
+        .as_str()
+        .unwrap();
+    assert!(method.starts_with("as billed"), "{all}");
+    let cursor = all["next_cursor"].as_str().unwrap();
+    let (_, rest) = get(&http, &format!("{base}?limit=2&cursor={cursor}"), ALPHA).await;
+    assert_eq!(rest["exchanges"].as_array().unwrap().len(), 2);
+    assert!(rest["next_cursor"].is_null(), "{rest}");
+    let (_, by_model) = get(&http, &format!("{base}?model=gpt-4o"), ALPHA).await;
+    assert_eq!(by_model["exchanges"].as_array().unwrap().len(), 1);
+    let (_, later) = get(&http, &format!("{base}?since=2999-01-01T00:00:00Z"), ALPHA).await;
+    assert!(later["exchanges"].as_array().unwrap().is_empty());
+
+    // Another namespace sees nothing of these; bad input is a 4xx that says why.
+    let (_, theirs) = get(&http, &base, BETA).await;
+    assert!(
+        theirs["exchanges"].as_array().unwrap().is_empty(),
+        "{theirs}"
+    );
+    let id = exchanges[0]["id"].as_str().unwrap();
+    let (status, _) = get(&http, &format!("{base}/{id}"), BETA).await;
+    assert_eq!(status, 404);
+    let (status, error) = get(&http, &format!("{base}?cursor=nope"), ALPHA).await;
+    assert_eq!(status, 400, "{error}");
+    let (status, _) = get(&http, &format!("{base}/not-an-id"), ALPHA).await;
+    assert_eq!(status, 404);
+    let (status, _) = get(&http, &format!("{base}?since=yesterday"), ALPHA).await;
+    assert_eq!(status, 400);
+    let unauthenticated = http.get(&base).send().await.unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+
+    // The metrics carry billed against counterfactual cost and the fetch-back tokens.
+    let metrics = http
+        .get(format!("{}/metrics", server.base))
+        .bearer_auth(ALPHA)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for needle in [
+        "cairn_proxy_cost_usd_total{kind=\"billed\",provider=\"anthropic\"}",
+        "cairn_proxy_cost_usd_total{kind=\"counterfactual\",provider=\"anthropic\"}",
+        "cairn_proxy_fetched_tokens_total{provider=\"anthropic\"}",
+        "cairn_proxy_offloaded_tokens_total{provider=\"anthropic\"}",
+    ] {
+        assert!(metrics.contains(needle), "{needle} missing");
+    }
+}
+
+/// A conversation at the `pointer_only` tier whose one governable text sits
+/// early, before a long tail of small texts: `parts` text parts of 900
+/// characters follow it (none the governor may take).
+fn governable(api: &str, parts: usize) -> Value {
+    let early: String = (0..50)
+        .map(|i| format!("early output line {i:02} ....\n"))
+        .collect();
+    let tail: Vec<Value> = (0..parts)
+        .map(|i| json!({"type": "text", "text": format!("{i:03} {}", "small text ".repeat(81))}))
+        .collect();
+    match api {
+        "chat" => json!({"model": "gpt-4o", "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": early},
+            {"role": "user", "content": tail}]}),
+        _ => json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": early}]},
+            {"role": "assistant", "content": "next"},
+            {"role": "user", "content": tail}]}),
+    }
+}
+
+#[tokio::test]
+async fn the_governor_rewrites_only_when_it_pays_under_the_providers_caching() {
+    let up = upstream();
+    let server = serve(|c| {
+        c.upstream_anthropic_url = Some(up.url.clone());
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.governor_warn_tokens = 500;
+        c.governor_pointer_only_tokens = 1_000;
+    })
+    .await;
+    let http = reqwest::Client::new();
+    // OpenAI caches the prefix by itself: taking ~500 tokens out of the
+    // third message would write ~7,000 tokens to the cache again.
+    let answer = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .header("authorization", "Bearer sk-test")
+        .json(&governable("chat", 30))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-cairn-tier"], "pointer_only");
+    assert_eq!(answer.headers()["x-cairn-offloaded"], "0");
+    // Anthropic without a cache_control breakpoint caches nothing: the rewrite is free.
+    let answer = http
+        .post(format!("{}/v1/messages", server.base))
+        .header("x-api-key", "sk-ant-test")
+        .json(&governable("messages", 30))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-cairn-offloaded"], "1");
+
+    let (_, page) = get(&http, &format!("{}/v1/exchanges", server.base), "").await;
+    let by_api = |api: &str| {
+        page["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["api"] == api)
+            .cloned()
+            .unwrap()
+    };
+    let kept = by_api("chat_completions");
+    let decision = &kept["governor"];
+    assert_eq!(decision["governed"], false, "{kept}");
+    assert_eq!(decision["reason"], "does_not_pay");
+    assert!(decision["cost_usd"].as_f64().unwrap() > decision["saving_usd"].as_f64().unwrap());
+    assert!(
+        decision["tail_tokens"].as_u64().unwrap()
+            > 5 * decision["removed_tokens"].as_u64().unwrap()
+    );
+    assert!(kept["pieces"].as_array().unwrap().is_empty(), "{kept}");
+    let taken = by_api("messages");
+    assert_eq!(taken["governor"]["reason"], "pays", "{taken}");
+    assert_eq!(taken["governor"]["governed"], true);
+    assert_eq!(taken["governor"]["cost_usd"], 0.0);
+    assert_eq!(taken["pieces"][0]["governed"], true, "{taken}");
+}
