@@ -170,12 +170,17 @@ impl App {
             interval: Duration::from_secs(config.retention_interval_secs),
         });
         let proxy = Arc::new(proxy_of(config)?);
-        let exchanges = Arc::new(ExchangeLedger::new(
-            ledger.clone(),
-            meta.clone(),
-            (config.exchanges_keep_days > 0)
-                .then(|| Duration::from_secs(config.exchanges_keep_days.saturating_mul(86_400))),
-        ));
+        let exchanges = Arc::new(
+            ExchangeLedger::new(
+                ledger.clone(),
+                meta.clone(),
+                (config.exchanges_keep_days > 0).then(|| {
+                    Duration::from_secs(config.exchanges_keep_days.saturating_mul(86_400))
+                }),
+            )
+            .with_redaction(config.redact)
+            .enabled(config.exchanges),
+        );
         let state = AppState {
             proxy,
             exchanges,

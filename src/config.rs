@@ -179,6 +179,10 @@ pub struct Config {
     /// Background retention: keep at most this many memories per namespace (oldest go first).
     #[arg(long, env = "CAIRN_RETENTION_KEEP_ENTRIES")]
     pub retention_keep_entries: Option<u64>,
+    /// Record every proxied exchange in the exchange ledger (`false`: none is
+    /// recorded, and no request body is kept).
+    #[arg(long, env = "CAIRN_EXCHANGES", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub exchanges: bool,
     /// Days the exchange ledger keeps a proxied conversation after its last
     /// request (0: for ever).
     #[arg(long, env = "CAIRN_EXCHANGES_KEEP_DAYS", default_value_t = 30)]

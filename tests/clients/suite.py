@@ -41,6 +41,11 @@ Assertions (per case, both modes unless said):
      "turn": mixed, through Cairn: the stand-in answered a turn calling a
      memory_* tool AND the client's tool (and c: the client never saw the former)
 
+  j  through Cairn: the exchange ledger (GET /v1/exchanges) holds one
+     exchange per model request the client made, each with as many rounds as
+     went upstream for it, and each exchange's upstream_body (rebuilt from
+     the stored deltas) is exactly a body the stand-in received
+
 Cases with "turn" send the stand-in `x-standin-turn: parallel|mixed` (Claude
 Code: ANTHROPIC_CUSTOM_HEADERS; Codex: the provider entry's http_headers;
 framework drivers: --header).
@@ -69,7 +74,7 @@ MEMORY_TOOLS = ("memory_fetch", "memory_grep", "memory_search")
 PLANTED = U.PLANTED
 MODEL_PATHS = {"/v1/messages": "messages", "/v1/responses": "responses", "/v1/chat/completions": "chat"}
 SLACK = 256
-CHECKS = "abcdefghi"
+CHECKS = "abcdefghij"
 CLIENT_TIMEOUT = 150   # seconds per client run
 
 PROMPTS = {
@@ -286,6 +291,11 @@ def run_mode(case, mode, root):
                 open(os.path.join(d, f"turn{turn}.{name}"), "w").write(text)
         res["client"] = http("GET", TAP_PORT, "/_tap")
         res["upstream"] = http("GET", STANDIN_PORT, "/_requests")
+        if cairn:
+            exchanges = http("GET", CAIRN_PORT, "/v1/exchanges?limit=500")["exchanges"]
+            for x in exchanges:
+                x["upstream_body"] = http("GET", CAIRN_PORT, f"/v1/exchanges/{x['id']}")["upstream_body"]
+            res["exchanges"] = exchanges
     finally:
         stop(tap)
         stop(cairn)
@@ -591,7 +601,7 @@ def check_case(case, direct, through):
                    for name, text in tool_results(api, body) if PLANTED.search(text))
         info["direct_planted_results"] = hits
     if not through:
-        for k in "bcgh":
+        for k in "bcghj":
             out[k] = (None, "no through-Cairn run")
         return out, info
 
@@ -672,6 +682,26 @@ def check_case(case, direct, through):
             bad.append(f"client req {k}: uncached {unc} through Cairn ({len(g)} rounds) > direct {d_unc} + {added} + {SLACK}")
     info["uncached"] = f"direct {tot_d} vs cairn {tot_c} uncached input tokens; per request {' '.join(rows)}"
     out["h"] = (not bad, "; ".join(bad[:2]) or info["uncached"])
+
+    # j: the exchange ledger
+    xs = through.get("exchanges") or []
+    up_bodies = [b for _, _, b in ups]
+    bad = []
+    if len(xs) != len(cli):
+        bad.append(f"{len(xs)} exchanges recorded for {len(cli)} client model requests")
+    for x in xs:
+        if x["upstream_body"] not in up_bodies:
+            bad.append(f"exchange {x['id']}: its upstream_body is no body the stand-in received")
+    rounds = sum(len(x["rounds"]) for x in xs)
+    if rounds != len(up_bodies):
+        bad.append(f"{rounds} rounds recorded, {len(up_bodies)} requests went upstream")
+    outcomes = sorted({x["outcome"] for x in xs})
+    retrievals = sum(len(r["retrievals"]) for x in xs for r in x["rounds"])
+    billed = sum(x["billed_usd"] for x in xs)
+    untouched = sum(x["counterfactual"]["usd"] for x in xs)
+    out["j"] = (not bad, "; ".join(bad[:3]) or
+                f"{len(xs)} exchanges ({', '.join(outcomes)}), {rounds} rounds, {retrievals} retrievals; "
+                f"billed ${billed:.4f} vs untouched ${untouched:.4f}")
     if through.get("cairn_stderr"):
         warns = [l for l in through["cairn_stderr"].splitlines() if re.search(r"\b(WARN|ERROR)\b", l) and "no API keys" not in l]
         if warns:

@@ -284,3 +284,31 @@ async fn the_governor_rewrites_only_when_it_pays_under_the_providers_caching() {
     assert_eq!(taken["governor"]["cost_usd"], 0.0);
     assert_eq!(taken["pieces"][0]["governed"], true, "{taken}");
 }
+
+#[tokio::test]
+async fn a_secret_in_what_went_upstream_is_not_kept_in_the_ledger() {
+    let up = upstream();
+    let server = serve(|c| c.upstream_openai_url = Some(format!("{}/v1", up.url))).await;
+    let http = reqwest::Client::new();
+    // A GitHub token, built so that no scanner takes this file for a leak.
+    let token = ["gh", "p_", "Zq8x2Lr5Tk9Vw3Ny7Bm1Hc4Jd6Fg0Sa2Pe5Q"].concat();
+    let body = json!({"model": "gpt-4o", "messages": [
+        {"role": "user", "content": format!("export GITHUB_TOKEN={token} then run it")}]});
+    let answer = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .header("authorization", "Bearer sk-test")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    // The provider gets what the client sent; the ledger keeps it redacted.
+    let sent = recorded(&http, &up).await;
+    assert!(sent[0]["body"].as_str().unwrap().contains(&token));
+    let (_, page) = get(&http, &format!("{}/v1/exchanges", server.base), "").await;
+    let id = page["exchanges"][0]["id"].as_str().unwrap().to_owned();
+    let (_, detail) = get(&http, &format!("{}/v1/exchanges/{id}", server.base), "").await;
+    let kept = detail["upstream_body"].to_string();
+    assert!(!kept.contains(&token), "{kept}");
+    assert!(kept.contains("[REDACTED:"), "{kept}");
+}

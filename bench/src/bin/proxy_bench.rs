@@ -33,42 +33,48 @@ const OFFLOAD_RUNS: usize = 60;
 async fn main() -> anyhow::Result<()> {
     let upstream = stand_in().await?;
     let dir = tempfile_dir()?;
-    let mut config = cairn::config::Config::with_data_dir(&dir);
-    config.upstream_openai_url = Some(format!("{upstream}/v1"));
-    let app = cairn::app::App::build(&config).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let cairn = format!("http://{}", listener.local_addr()?);
-    let router = app.router();
-    tokio::spawn(async move {
-        let _app = app;
-        let _ = cairn::http::serve(listener, router, std::future::pending()).await;
-    });
+    let cairn = serve_cairn(&dir.join("on"), &upstream, true).await?;
+    let cairn_off = serve_cairn(&dir.join("off"), &upstream, false).await?;
     let client = reqwest::Client::new();
     let direct = format!("{upstream}/v1/chat/completions");
     let proxied = format!("{cairn}/v1/chat/completions");
+    let proxied_off = format!("{cairn_off}/v1/chat/completions");
 
     // 1. 100 messages, nothing to offload.
     let small = json!({"model": "gpt-4.1", "messages": plain_conversation(100)}).to_string();
     for _ in 0..20 {
         call(&client, &proxied, &small).await?;
+        call(&client, &proxied_off, &small).await?;
         call(&client, &direct, &small).await?;
     }
-    let (mut via, mut straight) = (Vec::new(), Vec::new());
+    let (mut via, mut via_off, mut straight) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         via.push(call(&client, &proxied, &small).await?.0);
+        via_off.push(call(&client, &proxied_off, &small).await?.0);
         straight.push(call(&client, &direct, &small).await?.0);
     }
     let plain = Row::new("100 messages, nothing to offload", &via, &straight, 2.0);
+    let plain_off = Row::new(
+        "the same, exchange ledger off (`CAIRN_EXCHANGES=false`)",
+        &via_off,
+        &straight,
+        2.0,
+    );
 
     // 2. Ten new 50 KB tool results in each request (new content: ten puts).
-    let (mut via, mut straight) = (Vec::new(), Vec::new());
+    let (mut via, mut via_off, mut straight) = (Vec::new(), Vec::new(), Vec::new());
     for run in 0..OFFLOAD_RUNS + 5 {
         let body =
             json!({"model": "gpt-4.1", "messages": tool_conversation(run as u64)}).to_string();
         let (a, headers) = call(&client, &proxied, &body).await?;
+        let off_body =
+            json!({"model": "gpt-4.1", "messages": tool_conversation(1_000 + run as u64)})
+                .to_string();
+        let (c, _) = call(&client, &proxied_off, &off_body).await?;
         let (b, _) = call(&client, &direct, &body).await?;
         if run >= 5 {
             via.push(a);
+            via_off.push(c);
             straight.push(b);
         }
         if run == 5 {
@@ -82,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let offload = Row::new("ten new 50 KB tool results", &via, &straight, 30.0);
+    let offload_off = Row::new("the same, exchange ledger off", &via_off, &straight, 30.0);
 
     // 3. Tokens before and after on the compress benchmark's transcript.
     let transcript = generate::transcript::transcript(42);
@@ -99,11 +106,37 @@ async fn main() -> anyhow::Result<()> {
         header("x-cairn-tokens-after"),
     );
 
-    let section = render(&[plain, offload], before, after, body.len());
+    let section = render(
+        &[plain, plain_off, offload, offload_off],
+        before,
+        after,
+        body.len(),
+    );
     println!("{section}");
     shared::marked::write_section("proxy", &section)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// A Cairn proxy in front of `upstream` with its data in `dir`, the
+/// exchange ledger on or off; answers its base URL.
+async fn serve_cairn(
+    dir: &std::path::Path,
+    upstream: &str,
+    ledger: bool,
+) -> anyhow::Result<String> {
+    let mut config = cairn::config::Config::with_data_dir(dir);
+    config.upstream_openai_url = Some(format!("{upstream}/v1"));
+    config.exchanges = ledger;
+    let app = cairn::app::App::build(&config).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let router = app.router();
+    tokio::spawn(async move {
+        let _app = app;
+        let _ = cairn::http::serve(listener, router, std::future::pending()).await;
+    });
+    Ok(base)
 }
 
 /// One timed POST; answers its latency and the answer's headers.

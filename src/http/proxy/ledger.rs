@@ -25,17 +25,29 @@ pub(super) struct Client {
 }
 
 impl Client {
-    /// Read before the rewrite; `named` is the thread or session the client named.
-    pub(super) fn of(endpoint: Endpoint, body: &Spliced, named: Option<&str>) -> Self {
+    /// Read before the rewrite; `named` is the thread or session the client
+    /// named. Nothing is read while the ledger is off.
+    pub(super) fn of(
+        state: &AppState,
+        endpoint: Endpoint,
+        body: &Spliced,
+        named: Option<&str>,
+    ) -> Self {
+        let on = state.exchanges.is_on();
         Self {
-            profile: Profile::of(body.value(), list_key(endpoint)),
-            caching: Caching::of(endpoint.provider(), body.bytes()),
+            profile: if on {
+                Profile::of(body.value(), list_key(endpoint))
+            } else {
+                Profile::default()
+            },
+            caching: Caching::of(endpoint.provider(), if on { body.bytes() } else { b"" }),
             named: named.map(str::to_owned),
         }
     }
 }
 
-/// Begins the record of an exchange whose `body` goes upstream now.
+/// Begins the record of an exchange whose `body` goes upstream now (`None`
+/// when the ledger records nothing).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn begin(
     state: &AppState,
@@ -47,7 +59,7 @@ pub(super) fn begin(
     client: Client,
     body: &Spliced,
     streamed: bool,
-) -> Trace {
+) -> Option<Trace> {
     state.exchanges.begin(Started {
         namespace: &caller.namespace,
         thread: thread_of(client.named.as_deref(), &report.opening),

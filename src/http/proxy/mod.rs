@@ -243,7 +243,7 @@ async fn exchange(
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let thread = header("x-cairn-thread");
     let session = SESSION_HEADERS.iter().find_map(|name| header(name));
-    let client = ledger::Client::of(endpoint, &body, thread.or(session));
+    let client = ledger::Client::of(state, endpoint, &body, thread.or(session));
     let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread, session).await?;
     if let Some(reason) = report.skip_reason() {
         state
@@ -258,6 +258,11 @@ async fn exchange(
         .unwrap_or_default()
         .to_owned();
     let streamed = body.value()["stream"] == Value::Bool(true);
+    let wants_usage = if streamed {
+        stream::ask_usage(endpoint, &mut body)?
+    } else {
+        false
+    };
     let trace = ledger::begin(
         state, &caller, endpoint, &model, &report, &ours, client, &body, streamed,
     );
@@ -271,11 +276,11 @@ async fn exchange(
         report,
         ours,
         started,
-        trace: std::sync::Mutex::new(Some(trace)),
+        trace: std::sync::Mutex::new(trace),
         added: std::sync::Mutex::new(None),
     };
     if streamed {
-        return stream::run(exchange, body).await;
+        return stream::run(exchange, body, wants_usage).await;
     }
     let answered = answer::run(&exchange, body).await;
     match &answered {

@@ -171,6 +171,10 @@ pub struct ExchangeLedger {
     ledger: Arc<Ledger>,
     store: Arc<dyn LedgerStore>,
     threads: threads::Threads,
+    /// Secrets in the stored bodies are replaced as in stored content.
+    redact: bool,
+    /// False: nothing is recorded.
+    on: bool,
     keep: Option<Duration>,
     last_expiry: std::sync::atomic::AtomicI64,
 }
@@ -183,30 +187,49 @@ impl ExchangeLedger {
             ledger,
             store,
             threads: threads::Threads::new(THREAD_BYTES),
+            redact: false,
+            on: true,
             keep,
             last_expiry: std::sync::atomic::AtomicI64::new(0),
         }
     }
 
-    /// Starts the record of an exchange whose rewritten body goes upstream now.
-    pub fn begin(&self, started: Started<'_>) -> Trace {
-        Trace::begin(&self.threads, started)
+    /// Replaces secrets in the bodies it stores, as [`crate::domain::memories::Memories`]
+    /// does in content (`CAIRN_REDACT`).
+    #[must_use]
+    pub fn with_redaction(mut self, on: bool) -> Self {
+        self.redact = on;
+        self
+    }
+
+    /// Records exchanges when `on` (the default), none otherwise.
+    #[must_use]
+    pub fn enabled(mut self, on: bool) -> Self {
+        self.on = on;
+        self
+    }
+
+    /// True when exchanges are recorded.
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// Starts the record of an exchange whose rewritten body goes upstream
+    /// now; `None` when the ledger records nothing.
+    pub fn begin(&self, started: Started<'_>) -> Option<Trace> {
+        self.on
+            .then(|| Trace::begin(&self.threads, started, self.redact))
     }
 
     /// Finishes `trace`: prices it, models its counterfactual, counts it in
     /// the metrics and queues it for the next write.
     pub fn finish(&self, trace: Trace, ended: &Ended<'_>) {
-        let (row, provider, untouched) = trace.finish(self.ledger.pricing(), ended);
-        let Ok(figures) = serde_json::from_str::<Figures>(&row.figures) else {
-            return;
-        };
-        self.count(provider, &figures);
-        self.threads.finished(
-            &(row.namespace.clone(), row.thread.clone()),
-            &row.id,
-            untouched,
-        );
-        self.ledger.queue_exchange(row);
+        let done = trace.finish(self.ledger.pricing(), ended);
+        self.count(done.provider, &done.figures);
+        let key = (done.row.namespace.clone(), done.row.thread.clone());
+        self.threads
+            .finished(&key, &done.row.id, done.untouched_input);
+        self.ledger.queue_exchange(done.row);
         self.expire();
     }
 

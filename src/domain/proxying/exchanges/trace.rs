@@ -14,6 +14,7 @@ use crate::domain::pricing::Pricing;
 use crate::domain::proxying::govern_cost::GovernDecision;
 use crate::domain::proxying::usage::Usage;
 use crate::domain::proxying::{Endpoint, Provider};
+use crate::domain::redact::redact_bytes;
 use crate::domain::tokens::Counter;
 use crate::storage::meta::ExchangeRow;
 
@@ -78,11 +79,17 @@ pub struct Trace {
 
 impl Trace {
     /// Begins the record; places its body in its thread.
-    pub(super) fn begin(threads: &Threads, s: Started<'_>) -> Self {
+    /// With `redact`, secrets in the stored body are replaced first.
+    pub(super) fn begin(threads: &Threads, s: Started<'_>, redact: bool) -> Self {
         let at_ms = now_ms();
         let id = new_id(at_ms);
         let key = (s.namespace.to_owned(), s.thread.clone());
-        let placed = threads.place(key, &id, s.upstream.to_vec(), s.profile, at_ms);
+        let body = if redact {
+            redact_bytes(s.upstream).0
+        } else {
+            s.upstream.to_vec()
+        };
+        let placed = threads.place(key, &id, body, s.profile, at_ms);
         let untouched = s.pieces.is_empty() && s.tools_added.is_empty();
         Self {
             row: ExchangeRow {
@@ -150,13 +157,8 @@ impl Trace {
         }
     }
 
-    /// The finished row, its provider, and the untouched request's modelled
-    /// input (for the thread's next counterfactual).
-    pub(super) fn finish(
-        mut self,
-        pricing: &Pricing,
-        ended: &Ended<'_>,
-    ) -> (ExchangeRow, Provider, Option<u64>) {
+    /// The finished record.
+    pub(super) fn finish(mut self, pricing: &Pricing, ended: &Ended<'_>) -> Finished {
         let model = Some(self.row.model.as_str()).filter(|m| !m.is_empty());
         let price = pricing.price(model);
         for (round, usage) in self.figures.rounds.iter_mut().zip(&self.usages) {
@@ -206,8 +208,25 @@ impl Trace {
         self.figures.added_ms = ended.added.as_secs_f64() * 1e3;
         self.row.status = i64::from(ended.status);
         self.row.figures = serde_json::to_string(&self.figures).unwrap_or_default();
-        (self.row, self.provider, untouched_input)
+        Finished {
+            row: self.row,
+            figures: self.figures,
+            provider: self.provider,
+            untouched_input,
+        }
     }
+}
+
+/// A finished exchange.
+pub(super) struct Finished {
+    /// Its row, figures written.
+    pub row: ExchangeRow,
+    /// Its figures.
+    pub figures: Figures,
+    /// The provider called.
+    pub provider: Provider,
+    /// The untouched request's modelled input (for the thread's next counterfactual).
+    pub untouched_input: Option<u64>,
 }
 
 /// A new exchange id: `ex_`, the time in milliseconds (13 hex digits, so

@@ -35,16 +35,17 @@ const ERROR_BYTES: usize = 64 << 10;
 type Chunk = Result<Bytes, std::io::Error>;
 
 /// Starts the exchange; answers the stream's head as soon as the first round's comes.
-pub async fn run(x: Exchange, mut body: Spliced) -> Result<Response, AppError> {
-    let wants_usage = body.value()["stream_options"]["include_usage"] == Value::Bool(true);
-    if x.endpoint == Endpoint::Chat && !wants_usage {
-        // Usage is what accounting needs: asked for, and kept from a client that did not ask.
-        body.edit(|body| body["stream_options"]["include_usage"] = Value::Bool(true))
-            .map_err(AppError::internal_error)?;
-    }
+/// `wants_usage`: the client asked for usage in its stream itself ([`ask_usage`]).
+pub async fn run(x: Exchange, body: Spliced, wants_usage: bool) -> Result<Response, AppError> {
     let bytes = body.bytes().to_vec();
     let asked = Instant::now();
-    let first = x.send(bytes).await?;
+    let first = match x.send(bytes).await {
+        Ok(first) => first,
+        Err(e) => {
+            x.finish(e.status(), &format!("failed: {}", e.message()));
+            return Err(e);
+        }
+    };
     let waited = asked.elapsed();
     let status = first.status();
     let mut headers = upstream::response_headers(first.headers());
@@ -85,6 +86,17 @@ pub async fn run(x: Exchange, mut body: Spliced) -> Result<Response, AppError> {
         HeaderValue::from_static("no-cache"),
     );
     Ok(respond(StatusCode::OK, headers, Body::from_stream(stream)))
+}
+
+/// Asks a chat stream for its usage, which accounting needs (kept from a
+/// client that did not ask); answers whether the client asked itself.
+pub fn ask_usage(endpoint: Endpoint, body: &mut Spliced) -> Result<bool, AppError> {
+    let wants_usage = body.value()["stream_options"]["include_usage"] == Value::Bool(true);
+    if endpoint == Endpoint::Chat && !wants_usage {
+        body.edit(|body| body["stream_options"]["include_usage"] = Value::Bool(true))
+            .map_err(AppError::internal_error)?;
+    }
+    Ok(wants_usage)
 }
 
 /// The task feeding the client's stream.
