@@ -37,7 +37,9 @@ fn init_tracing(format: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour only for a terminal: a log file gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     if format == "json" {
         builder.json().flatten_event(true).init();
     } else {

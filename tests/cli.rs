@@ -489,3 +489,47 @@ fn query_prints_what_jq_prints() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid_field"));
 }
+
+#[test]
+fn a_log_file_gets_one_plain_line_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cairn.log");
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let url = format!("http://127.0.0.1:{port}");
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stats = cli(&url, &["stats"], None);
+    assert!(stats.status.success());
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in a log file:\n{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains("finished processing request") && l.contains("/v1/stats"))
+        .unwrap_or_else(|| panic!("no request line:\n{text}"));
+    assert!(
+        line.contains(" INFO ") && line.contains("status=200"),
+        "{line}"
+    );
+    assert!(line.contains("latency=") && line.contains(" ms"), "{line}");
+}

@@ -164,6 +164,14 @@ async fn drive_traffic(client: &reqwest::Client, base: &str, round: usize) {
         "{}",
         resp.text().await.unwrap_or_default()
     );
+    // A request without a message list goes upstream unchanged (a skip).
+    let resp = client
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&json!({"model": "gpt-4o", "prompt": "legacy"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["x-cairn-skipped"], "no messages");
     for tokens in [100, 30_000, 90_000] {
         let resp = client
             .post(format!("{base}/v1/governor"))

@@ -171,20 +171,35 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(panic::respond))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
-                let route = request
-                    .extensions()
-                    .get::<axum::extract::MatchedPath>()
-                    .map_or("unmatched", |p| p.as_str())
-                    .to_owned();
-                let id = request
-                    .headers()
-                    .get(REQUEST_ID)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_owned();
-                tracing::info_span!("http.request", method = %request.method(), route, request_id = id)
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request<_>| {
+                    let route = request
+                        .extensions()
+                        .get::<axum::extract::MatchedPath>()
+                        .map_or("unmatched", |p| p.as_str())
+                        .to_owned();
+                    let id = request
+                        .headers()
+                        .get(REQUEST_ID)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    tracing::info_span!(
+                        "http.request",
+                        method = %request.method(),
+                        route,
+                        request_id = id,
+                        tokens_before = tracing::field::Empty,
+                        tokens_after = tracing::field::Empty,
+                    )
+                })
+                // One line per request at info: route, status, latency (and a
+                // proxied exchange's tokens before and after, in its span).
+                .on_response(
+                    tower_http::trace::DefaultOnResponse::new()
+                        .level(tracing::Level::INFO)
+                        .latency_unit(tower_http::LatencyUnit::Millis),
+                ),
         )
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)

@@ -2,7 +2,9 @@
 //! rounds, prompt-cache tokens, tokens saved, offloaded and fetched back,
 //! and what requests cost against what they would have cost untouched.
 
-use prometheus::{CounterVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{
+    CounterVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+};
 
 /// Buckets of the added-latency histogram, in seconds: 0.1 ms to 2.5 s.
 const ADDED_LATENCY_BUCKETS: &[f64] = &[
@@ -31,6 +33,13 @@ pub struct ProxyMetrics {
     pub offloaded_tokens: IntCounterVec,
     /// Tokens the model fetched back through Cairn's tools, by provider.
     pub fetched_tokens: IntCounterVec,
+    /// Exchanges under way (from the rewritten request to the answer's end), by provider.
+    pub in_flight: IntGaugeVec,
+    /// Exchanges by provider and how they ended: `answered`, `upstream_error`
+    /// (the upstream answered an error), `failed` (Cairn answered one: the
+    /// upstream was unreachable, timed out, too large), `cut` (a stream ended
+    /// early), `refused` (the upstream refused a retrieval round), `client_gone`.
+    pub exchanges: IntCounterVec,
 }
 
 impl ProxyMetrics {
@@ -59,6 +68,14 @@ impl ProxyMetrics {
             &["provider", "kind"],
         )?;
         registry.register(Box::new(cost_usd.clone()))?;
+        let in_flight = IntGaugeVec::new(
+            Opts::new(
+                "cairn_proxy_in_flight",
+                "Proxied exchanges under way, by provider",
+            ),
+            &["provider"],
+        )?;
+        registry.register(Box::new(in_flight.clone()))?;
         Ok(Self {
             requests: counters(
                 "cairn_proxy_requests_total",
@@ -96,6 +113,12 @@ impl ProxyMetrics {
                 "cairn_proxy_fetched_tokens_total",
                 "Tokens the model fetched back through Cairn's tools, by provider (over offloaded: the fetch-back rate)",
                 &["provider"],
+            )?,
+            in_flight,
+            exchanges: counters(
+                "cairn_proxy_exchanges_total",
+                "Proxied exchanges by provider and outcome (answered, upstream_error, failed, cut, refused, client_gone)",
+                &["provider", "outcome"],
             )?,
         })
     }

@@ -47,6 +47,42 @@ async fn a_reset_before_the_head_is_a_502_in_the_providers_shape() {
     assert_eq!(answer.status(), 502);
     let body: Value = answer.json().await.unwrap();
     assert_eq!(body["type"], "error", "{body}");
+    // Counted as failed, recorded with the reason, nothing left in flight.
+    let metrics = metrics_of(&server.base).await;
+    for provider in ["openai", "anthropic"] {
+        assert!(
+            metrics.contains(&format!(
+                "cairn_proxy_exchanges_total{{outcome=\"failed\",provider=\"{provider}\"}} 1"
+            )),
+            "{metrics}"
+        );
+        assert!(metrics.contains(&format!(
+            "cairn_proxy_in_flight{{provider=\"{provider}\"}} 0"
+        )));
+    }
+    let listed: Value = reqwest::get(format!("{}/v1/exchanges", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for x in listed["exchanges"].as_array().unwrap() {
+        assert_eq!(x["status"], 502, "{x}");
+        assert!(
+            x["outcome"].as_str().unwrap().starts_with("failed: "),
+            "{x}"
+        );
+    }
+}
+
+/// The server's `/metrics` text.
+async fn metrics_of(base: &str) -> String {
+    reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -181,6 +217,19 @@ async fn a_client_that_goes_away_mid_stream_cancels_the_upstream_request() {
             Instant::now() < deadline,
             "the upstream kept streaming to nobody: {sent:?}"
         );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The exchange ended as the client's leaving; nothing is left in flight.
+    let deadline = Instant::now() + Duration::from_secs(8);
+    loop {
+        let metrics = metrics_of(&server.base).await;
+        let gone = "cairn_proxy_exchanges_total{outcome=\"client_gone\",provider=\"openai\"} 1";
+        if metrics.contains(gone)
+            && metrics.contains("cairn_proxy_in_flight{provider=\"openai\"} 0")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{metrics}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -82,16 +82,25 @@ async fn every_exchange_is_recorded_with_its_rounds_costs_and_the_body_the_model
         exchanges[0]["id"].as_str() > exchanges[1]["id"].as_str(),
         "newest first"
     );
+    let first = &exchanges[2];
     for (x, streamed) in exchanges.iter().zip([false, true, false]) {
         assert_eq!(x["status"], 200, "{x}");
         assert_eq!(x["outcome"], "answered", "{x}");
         assert_eq!(x["api"], "messages");
         assert_eq!(x["streamed"], streamed, "{x}");
         assert_eq!(x["tools_added"][0], "memory_fetch", "{x}");
-        // The big result was taken out, and the model fetched part of it back.
-        let piece = &x["pieces"][0];
-        assert!(piece["tokens"].as_u64().unwrap() > 1_000, "{x}");
+        // The big result was taken out (listed by the first exchange, counted
+        // as carried by the later ones), and the model fetched part of it back.
+        let piece = &first["pieces"][0];
+        assert!(piece["tokens"].as_u64().unwrap() > 1_000, "{first}");
         assert_eq!(piece["governed"], false);
+        if x["id"] == first["id"] {
+            assert_eq!(x["pieces_carried"], 0, "{x}");
+        } else {
+            assert!(x["pieces"].as_array().unwrap().is_empty(), "{x}");
+            assert_eq!(x["pieces_carried"], 1, "{x}");
+            assert_eq!(x["tokens_carried"], piece["tokens"]);
+        }
         let rounds = x["rounds"].as_array().unwrap();
         assert_eq!(rounds.len(), 2, "{x}");
         let retrieval = &rounds[0]["retrievals"][0];

@@ -110,6 +110,20 @@ impl Exchange {
     }
 
     fn finish_with(&self, status: u16, outcome: &str) {
+        if self
+            .finished
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        let metrics = &self.state.metrics.proxy;
+        let provider = self.endpoint.provider().name();
+        metrics.in_flight.with_label_values(&[provider]).dec();
+        let class = outcome.split(':').next().unwrap_or(outcome);
+        metrics
+            .exchanges
+            .with_label_values(&[provider, class])
+            .inc();
         let Some(trace) = self.trace.lock().ok().and_then(|mut t| t.take()) else {
             return;
         };

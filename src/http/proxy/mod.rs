@@ -156,6 +156,8 @@ pub(super) struct Exchange {
     trace: std::sync::Mutex<Option<Trace>>,
     /// Time Cairn spent besides waiting for the upstream, once known.
     added: std::sync::Mutex<Option<Duration>>,
+    /// Set once the exchange is finished (counted, recorded).
+    finished: std::sync::atomic::AtomicBool,
 }
 
 impl Exchange {
@@ -245,6 +247,9 @@ async fn exchange(
     let session = SESSION_HEADERS.iter().find_map(|name| header(name));
     let client = ledger::Client::of(state, endpoint, &body, thread.or(session));
     let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread, session).await?;
+    let span = tracing::Span::current();
+    span.record("tokens_before", report.tokens_before);
+    span.record("tokens_after", report.tokens_after);
     if let Some(reason) = report.skip_reason() {
         state
             .metrics
@@ -278,7 +283,14 @@ async fn exchange(
         started,
         trace: std::sync::Mutex::new(trace),
         added: std::sync::Mutex::new(None),
+        finished: std::sync::atomic::AtomicBool::new(false),
     };
+    state
+        .metrics
+        .proxy
+        .in_flight
+        .with_label_values(&[provider.name()])
+        .inc();
     if streamed {
         return stream::run(exchange, body, wants_usage).await;
     }

@@ -107,8 +107,14 @@ pub struct Figures {
     /// The governor's decision on a rewrite beyond offload, when its tier
     /// asked for one: made or not, and the modelled cost and saving.
     pub governor: Option<GovernDecision>,
-    /// The pieces taken out.
+    /// The pieces this request took out that the thread's previous request
+    /// had not (a conversation's older pieces, replaced again by the same
+    /// markers, are counted in `pieces_carried`).
     pub pieces: Vec<Piece>,
+    /// Pieces taken out again as in the thread's previous request.
+    pub pieces_carried: usize,
+    /// Their tokens.
+    pub tokens_carried: u64,
     /// Cairn's tools added to the request.
     pub tools_added: Vec<String>,
     /// Each upstream call, in order.

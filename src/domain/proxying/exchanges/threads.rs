@@ -4,6 +4,7 @@
 //! modelled untouched input (for the next counterfactual). Bounded by the
 //! bytes of the bodies held; a thread forgotten starts a new chain.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -27,6 +28,8 @@ struct Thread {
     /// The latest exchange's client request and start.
     profile: Profile,
     at_ms: i64,
+    /// The memories the latest exchange's request had taken out.
+    pieces: Arc<HashSet<String>>,
     /// The latest finished exchange: its client request, modelled untouched input and start.
     finished: Option<(Profile, u64, i64)>,
 }
@@ -39,6 +42,8 @@ pub struct Placed {
     pub delta: Delta,
     /// The thread's previous untouched request, if known.
     pub previous: Option<Previous>,
+    /// The memories the thread's previous exchange had taken out already.
+    pub earlier_pieces: Arc<HashSet<String>>,
 }
 
 /// Every thread's state, bounded in bytes.
@@ -62,19 +67,24 @@ impl Threads {
     }
 
     /// Places exchange `id` of `thread` (its body `upstream`, its client's
-    /// request `profile`) after the thread's latest.
+    /// request `profile`, the memories it takes out) after the thread's latest.
     pub fn place(
         &self,
         key: (String, String),
         id: &str,
         upstream: Vec<u8>,
         profile: Profile,
+        pieces: HashSet<String>,
         at_ms: i64,
     ) -> Placed {
         let upstream = Arc::new(upstream);
         let earlier = self.cache.get(&key);
         let before = earlier.as_deref().map(lock);
         let finished = before.as_ref().and_then(|b| b.finished.clone());
+        let earlier_pieces = before
+            .as_ref()
+            .map(|b| b.pieces.clone())
+            .unwrap_or_default();
         let previous = finished.as_ref().map(|(earlier, input, started)| Previous {
             input: *input,
             shared: profile.shared_with(earlier),
@@ -93,6 +103,7 @@ impl Threads {
             parent,
             delta,
             previous,
+            earlier_pieces,
         };
         let thread = Thread {
             last_id: id.to_owned(),
@@ -100,6 +111,7 @@ impl Threads {
             upstream,
             profile,
             at_ms,
+            pieces: Arc::new(pieces),
             finished,
         };
         self.cache.insert(key, Arc::new(Mutex::new(thread)));
@@ -130,6 +142,10 @@ mod tests {
 
     use super::*;
 
+    fn pieces(ids: &[&str]) -> HashSet<String> {
+        ids.iter().map(|id| (*id).to_owned()).collect()
+    }
+
     fn key() -> (String, String) {
         ("ns".into(), "t".into())
     }
@@ -138,12 +154,27 @@ mod tests {
     fn each_exchange_is_a_delta_of_the_threads_previous() {
         let threads = Threads::new(1 << 20);
         let profile = |n: usize| Profile::of(&json!({"messages": vec![1; n]}), "messages");
-        let first = threads.place(key(), "ex_1", b"[1]".to_vec(), profile(1), 0);
+        let first = threads.place(
+            key(),
+            "ex_1",
+            b"[1]".to_vec(),
+            profile(1),
+            pieces(&["a"]),
+            0,
+        );
         assert_eq!((first.parent, first.previous), (None, None));
         threads.finished(&key(), "ex_1", Some(1_000));
-        let second = threads.place(key(), "ex_2", b"[1,1]".to_vec(), profile(2), 500);
+        let second = threads.place(
+            key(),
+            "ex_2",
+            b"[1,1]".to_vec(),
+            profile(2),
+            pieces(&["a", "b"]),
+            500,
+        );
         assert_eq!(second.parent.as_deref(), Some("ex_1"));
         assert_eq!(second.delta.middle, b",1");
+        assert_eq!(*second.earlier_pieces, pieces(&["a"]));
         let previous = second.previous.unwrap_or_else(|| panic!("no previous"));
         assert_eq!(
             (previous.input, previous.shared, previous.age_ms),
@@ -151,10 +182,24 @@ mod tests {
         );
         // An exchange that has not finished when the next begins: the
         // latest finished one stands for it; one finishing late changes nothing.
-        let third = threads.place(key(), "ex_3", b"[1,1,1]".to_vec(), profile(3), 600);
+        let third = threads.place(
+            key(),
+            "ex_3",
+            b"[1,1,1]".to_vec(),
+            profile(3),
+            pieces(&[]),
+            600,
+        );
         assert_eq!(third.previous.map(|p| p.input), Some(1_000));
         threads.finished(&key(), "ex_2", Some(2_000));
-        let fourth = threads.place(key(), "ex_4", b"[1,1,1,1]".to_vec(), profile(4), 700);
+        let fourth = threads.place(
+            key(),
+            "ex_4",
+            b"[1,1,1,1]".to_vec(),
+            profile(4),
+            pieces(&[]),
+            700,
+        );
         assert_eq!(
             fourth.previous.map(|p| (p.input, p.age_ms)),
             Some((1_000, 700))
@@ -171,6 +216,7 @@ mod tests {
                 &format!("ex_{n}"),
                 vec![b'x'; n + 1],
                 Profile::default(),
+                HashSet::new(),
                 0,
             );
             parents += usize::from(placed.parent.is_some());

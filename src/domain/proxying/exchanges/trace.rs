@@ -89,8 +89,15 @@ impl Trace {
         } else {
             s.upstream.to_vec()
         };
-        let placed = threads.place(key, &id, body, s.profile, at_ms);
         let untouched = s.pieces.is_empty() && s.tools_added.is_empty();
+        let ids = s.pieces.iter().map(|p| p.memory_id.clone()).collect();
+        let placed = threads.place(key, &id, body, s.profile, ids, at_ms);
+        // Pieces the thread's previous request had taken out already are
+        // counted, not listed again: a conversation's record stays linear.
+        let (carried, pieces): (Vec<Piece>, Vec<Piece>) = s
+            .pieces
+            .into_iter()
+            .partition(|p| placed.earlier_pieces.contains(&p.memory_id));
         Self {
             row: ExchangeRow {
                 id,
@@ -113,7 +120,9 @@ impl Trace {
                 token_method: s.tokens.2.to_owned(),
                 tier: s.tier.to_owned(),
                 governor: s.governor,
-                pieces: s.pieces,
+                pieces,
+                pieces_carried: carried.len(),
+                tokens_carried: carried.iter().map(|p| p.tokens).sum(),
                 tools_added: s.tools_added.iter().map(|t| (*t).to_owned()).collect(),
                 skipped: s.skipped.map(str::to_owned),
                 ..Figures::default()
