@@ -181,9 +181,16 @@ impl App {
             .with_redaction(config.redact)
             .enabled(config.exchanges),
         );
+        let limits = Arc::new(crate::http::limits::Limits::new(
+            config.limit_rate,
+            config.limit_burst,
+            config.limit_concurrent,
+            metrics.clone(),
+        ));
         let state = AppState {
             proxy,
             exchanges,
+            limits,
             cache,
             metrics,
             maintenance,

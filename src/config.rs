@@ -179,6 +179,17 @@ pub struct Config {
     /// Background retention: keep at most this many memories per namespace (oldest go first).
     #[arg(long, env = "CAIRN_RETENTION_KEEP_ENTRIES")]
     pub retention_keep_entries: Option<u64>,
+    /// Requests a second each namespace may make (REST, MCP and the proxy
+    /// together; 0: no rate limit). Over it: 429 with `Retry-After`.
+    #[arg(long, env = "CAIRN_LIMIT_RATE", default_value_t = 0)]
+    pub limit_rate: u32,
+    /// Requests a namespace may make at once above its rate (0: the rate).
+    #[arg(long, env = "CAIRN_LIMIT_BURST", default_value_t = 0)]
+    pub limit_burst: u32,
+    /// Requests each namespace may have in flight at once (a proxied stream
+    /// counts until it ends; 0: no limit). Over it: 429 with `Retry-After`.
+    #[arg(long, env = "CAIRN_LIMIT_CONCURRENT", default_value_t = 0)]
+    pub limit_concurrent: u32,
     /// Record every proxied exchange in the exchange ledger (`false`: none is
     /// recorded, and no request body is kept).
     #[arg(long, env = "CAIRN_EXCHANGES", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]

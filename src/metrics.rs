@@ -90,6 +90,8 @@ pub struct Metrics {
     pub context_tokens: HistogramVec,
     /// The LLM proxy's metrics.
     pub proxy: ProxyMetrics,
+    /// Requests refused by a per-namespace limit, by surface (`api`, `proxy`) and limit (`rate`, `concurrency`).
+    pub limit_rejections: IntCounterVec,
     /// Token-count cache totals already reported (the cache is process-wide).
     token_cache_seen: std::sync::Mutex<(u64, u64)>,
 }
@@ -191,6 +193,11 @@ impl Metrics {
                 "cairn_governor_decisions_total",
                 "Governor decisions, by tier",
                 &["tier"],
+            )?,
+            limit_rejections: counters(
+                "cairn_limit_rejections_total",
+                "Requests refused by a per-namespace limit (429), by surface (api, proxy) and limit (rate, concurrency)",
+                &["surface", "limit"],
             )?,
             cache_lookups: counters(
                 "cairn_cache_lookups_total",

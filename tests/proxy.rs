@@ -19,6 +19,8 @@ use serde_json::Value;
 mod faults;
 #[path = "proxy/ledger.rs"]
 mod ledger;
+#[path = "proxy/limits.rs"]
+mod limits;
 
 const SDKS: &str =
     "import openai, anthropic; assert openai.__version__.startswith('3.'), openai.__version__";

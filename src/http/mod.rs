@@ -35,6 +35,7 @@ mod governor;
 mod grep;
 mod health;
 mod json_body;
+pub mod limits;
 mod mcp;
 mod memories;
 mod metrics;
@@ -65,6 +66,8 @@ pub struct AppState {
     pub memories: Arc<Memories>,
     /// Per-namespace accounting (savings, usage, budgets).
     pub ledger: Arc<Ledger>,
+    /// Per-namespace request limits.
+    pub limits: Arc<limits::Limits>,
     /// The record of every proxied exchange.
     pub exchanges: Arc<crate::domain::proxying::exchanges::ExchangeLedger>,
     /// The metadata store (for readiness).
@@ -140,12 +143,22 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 
 /// The whole application: API routes, `/openapi.json`, `/docs`, and the common layers.
 pub fn router(state: AppState) -> Router {
-    let v1 = v1_routes().route_layer(axum::middleware::from_fn_with_state(
-        state.auth.clone(),
-        auth::require_caller,
-    ));
+    // The key check runs first (the outer layer), then the namespace's limits.
+    let v1 = v1_routes()
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::enforce,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.auth.clone(),
+            auth::require_caller,
+        ));
     let mcp = Router::new()
         .route_service("/mcp", mcp::service(state.clone()))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::enforce,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.auth.clone(),
             auth::require_caller,

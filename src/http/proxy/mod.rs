@@ -25,6 +25,7 @@ use crate::domain::proxying::{Endpoint, Provider, wire};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
+use crate::http::limits::{Admitted, Surface};
 
 /// Headers that name the client's session, first found wins: Cairn's own,
 /// Claude Code's, Codex's. With the conversation's opening they key the
@@ -158,6 +159,8 @@ pub(super) struct Exchange {
     added: std::sync::Mutex<Option<Duration>>,
     /// Set once the exchange is finished (counted, recorded).
     finished: std::sync::atomic::AtomicBool,
+    /// Its place among the namespace's requests in flight (a stream keeps it until it ends).
+    _admitted: Admitted,
 }
 
 impl Exchange {
@@ -240,6 +243,7 @@ async fn exchange(
         .upstream(provider)
         .ok_or_else(|| not_enabled(provider))?;
     let caller = auth::caller(&state.auth, provider, upstream, &headers)?;
+    let admitted = state.limits.admit(&caller.namespace, Surface::Proxy)?;
     let mut body = read_json(body, state.config.max_json_bytes).await?;
     state.ledger.check_budget(&caller.namespace).await?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -284,6 +288,7 @@ async fn exchange(
         trace: std::sync::Mutex::new(trace),
         added: std::sync::Mutex::new(None),
         finished: std::sync::atomic::AtomicBool::new(false),
+        _admitted: admitted,
     };
     state
         .metrics
