@@ -8,8 +8,7 @@ use serde_json::Value;
 
 use super::Exchange;
 use crate::domain::proxying::Endpoint;
-use crate::domain::proxying::exchanges::cost::{Caching, Profile};
-use crate::domain::proxying::exchanges::{Ended, Started, Trace, list_key, thread_of};
+use crate::domain::proxying::exchanges::{Ended, Started, Trace, thread_of};
 use crate::domain::proxying::rewrite::Report;
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::usage::Usage;
@@ -18,29 +17,22 @@ use crate::http::auth::Caller;
 
 /// The request as its client sent it, as far as the ledger needs it.
 pub(super) struct Client {
-    profile: Profile,
-    caching: Caching,
+    /// Its bytes (empty while the ledger is off).
+    bytes: Vec<u8>,
     /// The thread or session the client named.
     named: Option<String>,
 }
 
 impl Client {
-    /// Read before the rewrite; `named` is the thread or session the client
-    /// named. Nothing is read while the ledger is off.
-    pub(super) fn of(
-        state: &AppState,
-        endpoint: Endpoint,
-        body: &Spliced,
-        named: Option<&str>,
-    ) -> Self {
-        let on = state.exchanges.is_on();
+    /// Kept before the rewrite; `named` is the thread or session the client
+    /// named. Nothing is kept while the ledger is off.
+    pub(super) fn of(state: &AppState, body: &Spliced, named: Option<&str>) -> Self {
         Self {
-            profile: if on {
-                Profile::of(body.value(), list_key(endpoint))
+            bytes: if state.exchanges.is_on() {
+                body.bytes().to_vec()
             } else {
-                Profile::default()
+                Vec::new()
             },
-            caching: Caching::of(endpoint.provider(), if on { body.bytes() } else { b"" }),
             named: named.map(str::to_owned),
         }
     }
@@ -60,14 +52,16 @@ pub(super) fn begin(
     body: &Spliced,
     streamed: bool,
 ) -> Option<Trace> {
+    if !state.exchanges.is_on() {
+        return None;
+    }
     state.exchanges.begin(Started {
         namespace: &caller.namespace,
         thread: thread_of(client.named.as_deref(), &report.opening),
         endpoint,
         model,
-        profile: client.profile,
-        caching: client.caching,
-        upstream: body.bytes(),
+        client: client.bytes,
+        upstream: body.bytes().to_vec(),
         streamed,
         tokens: (report.tokens_before, report.tokens_after, &report.method),
         tier: report.tier.name(),
@@ -131,9 +125,9 @@ impl Exchange {
         let added = self.added.lock().ok().and_then(|a| *a).unwrap_or_default();
         self.state.exchanges.finish(
             trace,
-            &Ended {
+            Ended {
                 status,
-                outcome,
+                outcome: outcome.to_owned(),
                 latency,
                 added,
             },

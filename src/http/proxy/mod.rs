@@ -249,7 +249,7 @@ async fn exchange(
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let thread = header("x-cairn-thread");
     let session = SESSION_HEADERS.iter().find_map(|name| header(name));
-    let client = ledger::Client::of(state, endpoint, &body, thread.or(session));
+    let client = ledger::Client::of(state, &body, thread.or(session));
     let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread, session).await?;
     let span = tracing::Span::current();
     span.record("tokens_before", report.tokens_before);

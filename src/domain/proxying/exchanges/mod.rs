@@ -8,6 +8,7 @@
 //! and written with its batches; reads flush it first.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,9 @@ pub use trace::{Ended, Started, Trace};
 
 /// Request bodies the ledger holds in memory to store the next one as a delta.
 const THREAD_BYTES: u64 = 64 << 20;
+
+/// Longest a read waits for exchanges being settled.
+const SETTLE_WAIT: Duration = Duration::from_secs(2);
 
 /// How often expired exchanges are removed.
 const EXPIRY_PERIOD_MS: i64 = 60 * 60 * 1_000;
@@ -183,6 +187,8 @@ pub struct ExchangeLedger {
     on: bool,
     keep: Option<Duration>,
     last_expiry: std::sync::atomic::AtomicI64,
+    /// Exchanges finished and not yet settled.
+    settling: AtomicUsize,
 }
 
 impl ExchangeLedger {
@@ -197,6 +203,7 @@ impl ExchangeLedger {
             on: true,
             keep,
             last_expiry: std::sync::atomic::AtomicI64::new(0),
+            settling: AtomicUsize::new(0),
         }
     }
 
@@ -223,20 +230,35 @@ impl ExchangeLedger {
     /// Starts the record of an exchange whose rewritten body goes upstream
     /// now; `None` when the ledger records nothing.
     pub fn begin(&self, started: Started<'_>) -> Option<Trace> {
-        self.on
-            .then(|| Trace::begin(&self.threads, started, self.redact))
+        self.on.then(|| Trace::begin(started))
     }
 
-    /// Finishes `trace`: prices it, models its counterfactual, counts it in
-    /// the metrics and queues it for the next write.
-    pub fn finish(&self, trace: Trace, ended: &Ended<'_>) {
-        let done = trace.finish(self.ledger.pricing(), ended);
-        self.count(done.provider, &done.figures);
-        let key = (done.row.namespace.clone(), done.row.thread.clone());
-        self.threads
-            .finished(&key, &done.row.id, done.untouched_input);
-        self.ledger.queue_exchange(done.row);
-        self.expire();
+    /// Finishes `trace`: it is settled — placed in its thread, priced, its
+    /// counterfactual modelled, counted in the metrics — and queued for the
+    /// next write, on a blocking thread (off the request's path).
+    pub fn finish(self: &Arc<Self>, trace: Trace, ended: Ended) {
+        self.settling.fetch_add(1, Ordering::SeqCst);
+        let this = Arc::clone(self);
+        let settle = move || {
+            let done = trace.settle(&this.threads, this.ledger.pricing(), ended, this.redact);
+            this.count(done.provider, &done.figures);
+            this.ledger.queue_exchange(done.row);
+            this.expire();
+            this.settling.fetch_sub(1, Ordering::SeqCst);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(settle)),
+            Err(_) => settle(),
+        }
+    }
+
+    /// Waits (at most [`SETTLE_WAIT`]) for the exchanges being settled, so
+    /// that a read sees every exchange that ended before it.
+    async fn settled(&self) {
+        let started = std::time::Instant::now();
+        while self.settling.load(Ordering::SeqCst) > 0 && started.elapsed() < SETTLE_WAIT {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 
     fn count(&self, provider: Provider, figures: &Figures) {
@@ -286,6 +308,7 @@ impl ExchangeLedger {
         before: Option<String>,
         limit: u32,
     ) -> Result<Vec<ExchangeRecord>, DomainError> {
+        self.settled().await;
         self.ledger.flush().await?;
         let rows = self
             .store
@@ -308,6 +331,7 @@ impl ExchangeLedger {
         namespace: &str,
         id: &str,
     ) -> Result<Option<ExchangeDetail>, DomainError> {
+        self.settled().await;
         self.ledger.flush().await?;
         let Some(row) = self.store.exchange(namespace, id).await? else {
             return Ok(None);

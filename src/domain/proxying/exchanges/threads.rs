@@ -36,6 +36,8 @@ struct Thread {
 
 /// Where a new exchange stands in its thread.
 pub struct Placed {
+    /// Its id, taken under the thread's lock: a parent's id is below its child's.
+    pub id: String,
     /// The exchange its body is a delta against.
     pub parent: Option<String>,
     /// Its body against the parent's.
@@ -46,9 +48,13 @@ pub struct Placed {
     pub earlier_pieces: Arc<HashSet<String>>,
 }
 
+/// Locks that place one thread's exchanges one at a time (by key hash).
+const STRIPES: usize = 64;
+
 /// Every thread's state, bounded in bytes.
 pub struct Threads {
     cache: Cache<(String, String), Arc<Mutex<Thread>>>,
+    stripes: [Mutex<()>; STRIPES],
 }
 
 impl Threads {
@@ -63,20 +69,30 @@ impl Threads {
                 })
                 .time_to_idle(IDLE)
                 .build(),
+            stripes: std::array::from_fn(|_| Mutex::new(())),
         }
     }
 
-    /// Places exchange `id` of `thread` (its body `upstream`, its client's
-    /// request `profile`, the memories it takes out) after the thread's latest.
+    /// Places a new exchange of the thread `key` (its body `upstream`, its
+    /// client's request `profile`, the memories it takes out, its start)
+    /// after the thread's latest, under a new id `new_id` makes.
     pub fn place(
         &self,
         key: (String, String),
-        id: &str,
+        new_id: impl FnOnce() -> String,
         upstream: Vec<u8>,
         profile: Profile,
         pieces: HashSet<String>,
         at_ms: i64,
     ) -> Placed {
+        let stripe = {
+            use std::hash::{BuildHasher, RandomState};
+            static HASHER: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+            let hash = HASHER.get_or_init(RandomState::new).hash_one(&key);
+            &self.stripes[(hash % STRIPES as u64) as usize]
+        };
+        let _one_at_a_time = stripe.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = new_id();
         let upstream = Arc::new(upstream);
         let earlier = self.cache.get(&key);
         let before = earlier.as_deref().map(lock);
@@ -100,13 +116,14 @@ impl Threads {
         };
         drop(before);
         let placed = Placed {
+            id: id.clone(),
             parent,
             delta,
             previous,
             earlier_pieces,
         };
         let thread = Thread {
-            last_id: id.to_owned(),
+            last_id: id,
             chain,
             upstream,
             profile,
@@ -156,7 +173,7 @@ mod tests {
         let profile = |n: usize| Profile::of(&json!({"messages": vec![1; n]}), "messages");
         let first = threads.place(
             key(),
-            "ex_1",
+            || "ex_1".into(),
             b"[1]".to_vec(),
             profile(1),
             pieces(&["a"]),
@@ -166,7 +183,7 @@ mod tests {
         threads.finished(&key(), "ex_1", Some(1_000));
         let second = threads.place(
             key(),
-            "ex_2",
+            || "ex_2".into(),
             b"[1,1]".to_vec(),
             profile(2),
             pieces(&["a", "b"]),
@@ -184,7 +201,7 @@ mod tests {
         // latest finished one stands for it; one finishing late changes nothing.
         let third = threads.place(
             key(),
-            "ex_3",
+            || "ex_3".into(),
             b"[1,1,1]".to_vec(),
             profile(3),
             pieces(&[]),
@@ -194,7 +211,7 @@ mod tests {
         threads.finished(&key(), "ex_2", Some(2_000));
         let fourth = threads.place(
             key(),
-            "ex_4",
+            || "ex_4".into(),
             b"[1,1,1,1]".to_vec(),
             profile(4),
             pieces(&[]),
@@ -213,7 +230,7 @@ mod tests {
         for n in 0..=MAX_CHAIN + 1 {
             let placed = threads.place(
                 key(),
-                &format!("ex_{n}"),
+                || format!("ex_{n}"),
                 vec![b'x'; n + 1],
                 Profile::default(),
                 HashSet::new(),

@@ -1,14 +1,17 @@
-//! The record of one exchange while it runs: begun when its rewritten body
-//! goes upstream, added to at each round and retrieval, finished into a
-//! ledger row when the client's answer ends.
+//! The record of one exchange: begun when its rewritten body goes upstream
+//! (cheap: it keeps the client's and the upstream's bytes), added to at each
+//! round and retrieval, and settled once the client's answer has ended —
+//! off the request's path: the client's request read for its shared prefix,
+//! the body redacted and placed in its thread as a delta, the cost priced
+//! and the counterfactual modelled.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::cost::{self, Caching, Previous, Profile};
+use super::cost::{self, Caching, Profile};
 use super::threads::Threads;
-use super::{Figures, Piece, Retrieval, RoundFigures, target_of};
+use super::{Figures, Piece, Retrieval, RoundFigures, list_key, target_of};
 use crate::clock::now_ms;
 use crate::domain::pricing::Pricing;
 use crate::domain::proxying::govern_cost::GovernDecision;
@@ -28,12 +31,10 @@ pub struct Started<'a> {
     pub endpoint: Endpoint,
     /// The model asked for.
     pub model: &'a str,
-    /// The request as the client sent it, reduced to what decides a shared prefix.
-    pub profile: Profile,
-    /// How the provider caches the client's requests.
-    pub caching: Caching,
-    /// The request as it goes upstream.
-    pub upstream: &'a [u8],
+    /// The request's bytes as the client sent them.
+    pub client: Vec<u8>,
+    /// The request's bytes as they go upstream.
+    pub upstream: Vec<u8>,
     /// True when the client asked for a stream.
     pub streamed: bool,
     /// Tokens as the client sent it, as it goes upstream, and how they were counted.
@@ -53,11 +54,11 @@ pub struct Started<'a> {
 }
 
 /// How an exchange ended.
-pub struct Ended<'a> {
+pub struct Ended {
     /// The status the client got (0 when it went away first).
     pub status: u16,
     /// What happened ([`Figures::outcome`]).
-    pub outcome: &'a str,
+    pub outcome: String,
     /// From arrival to the answer's end.
     pub latency: Duration,
     /// Of that, Cairn's own time.
@@ -66,53 +67,40 @@ pub struct Ended<'a> {
 
 /// One exchange being recorded.
 pub struct Trace {
-    row: ExchangeRow,
+    namespace: String,
+    thread: String,
+    endpoint: Endpoint,
+    model: String,
+    at_ms: i64,
+    client: Vec<u8>,
+    upstream: Vec<u8>,
+    pieces: Vec<Piece>,
     figures: Figures,
     usages: Vec<Option<Usage>>,
-    provider: Provider,
-    caching: Caching,
-    previous: Option<Previous>,
     counter: Counter,
-    /// The request went up as the client sent it.
-    untouched: bool,
+}
+
+/// A settled exchange.
+pub(super) struct Finished {
+    /// Its row, figures written.
+    pub row: ExchangeRow,
+    /// Its figures.
+    pub figures: Figures,
+    /// The provider called.
+    pub provider: Provider,
 }
 
 impl Trace {
-    /// Begins the record; places its body in its thread.
-    /// With `redact`, secrets in the stored body are replaced first.
-    pub(super) fn begin(threads: &Threads, s: Started<'_>, redact: bool) -> Self {
-        let at_ms = now_ms();
-        let id = new_id(at_ms);
-        let key = (s.namespace.to_owned(), s.thread.clone());
-        let body = if redact {
-            redact_bytes(s.upstream).0
-        } else {
-            s.upstream.to_vec()
-        };
-        let untouched = s.pieces.is_empty() && s.tools_added.is_empty();
-        let ids = s.pieces.iter().map(|p| p.memory_id.clone()).collect();
-        let placed = threads.place(key, &id, body, s.profile, ids, at_ms);
-        // Pieces the thread's previous request had taken out already are
-        // counted, not listed again: a conversation's record stays linear.
-        let (carried, pieces): (Vec<Piece>, Vec<Piece>) = s
-            .pieces
-            .into_iter()
-            .partition(|p| placed.earlier_pieces.contains(&p.memory_id));
+    /// Begins the record.
+    pub(super) fn begin(s: Started<'_>) -> Self {
         Self {
-            row: ExchangeRow {
-                id,
-                namespace: s.namespace.to_owned(),
-                thread: s.thread,
-                api: s.endpoint.name().to_owned(),
-                model: s.model.to_owned(),
-                at_ms,
-                status: 0,
-                parent: placed.parent,
-                prefix: i64::try_from(placed.delta.prefix).unwrap_or(i64::MAX),
-                suffix: i64::try_from(placed.delta.suffix).unwrap_or(i64::MAX),
-                body: placed.delta.middle,
-                figures: String::new(),
-            },
+            namespace: s.namespace.to_owned(),
+            thread: s.thread,
+            endpoint: s.endpoint,
+            model: s.model.to_owned(),
+            at_ms: now_ms(),
+            client: s.client,
+            upstream: s.upstream,
             figures: Figures {
                 streamed: s.streamed,
                 tokens_client: s.tokens.0,
@@ -120,25 +108,14 @@ impl Trace {
                 token_method: s.tokens.2.to_owned(),
                 tier: s.tier.to_owned(),
                 governor: s.governor,
-                pieces,
-                pieces_carried: carried.len(),
-                tokens_carried: carried.iter().map(|p| p.tokens).sum(),
                 tools_added: s.tools_added.iter().map(|t| (*t).to_owned()).collect(),
                 skipped: s.skipped.map(str::to_owned),
                 ..Figures::default()
             },
+            pieces: s.pieces,
             usages: Vec::new(),
-            provider: s.endpoint.provider(),
-            caching: s.caching,
-            previous: placed.previous,
             counter: s.counter,
-            untouched,
         }
-    }
-
-    /// The exchange's id.
-    pub fn id(&self) -> &str {
-        &self.row.id
     }
 
     /// Adds an upstream round answered by `model` with `usage` (if it said).
@@ -166,9 +143,43 @@ impl Trace {
         }
     }
 
-    /// The finished record.
-    pub(super) fn finish(mut self, pricing: &Pricing, ended: &Ended<'_>) -> Finished {
-        let model = Some(self.row.model.as_str()).filter(|m| !m.is_empty());
+    /// Settles the record: places its body in its thread (redacted first
+    /// with `redact`), prices it and models its counterfactual.
+    pub(super) fn settle(
+        mut self,
+        threads: &Threads,
+        pricing: &Pricing,
+        ended: Ended,
+        redact: bool,
+    ) -> Finished {
+        let provider = self.endpoint.provider();
+        let caching = Caching::of(provider, &self.client);
+        let profile = serde_json::from_slice::<Value>(&self.client)
+            .map(|client| Profile::of(&client, list_key(self.endpoint)))
+            .unwrap_or_default();
+        let untouched = self.pieces.is_empty() && self.figures.tools_added.is_empty();
+        let body = if redact {
+            redact_bytes(&self.upstream).0
+        } else {
+            std::mem::take(&mut self.upstream)
+        };
+        // The id is taken when the exchange is placed in its thread, so a
+        // parent's id is always below its child's.
+        let key = (self.namespace.clone(), self.thread.clone());
+        let ids = self.pieces.iter().map(|p| p.memory_id.clone()).collect();
+        let new = || new_id(now_ms());
+        let placed = threads.place(key.clone(), new, body, profile, ids, self.at_ms);
+        let id = placed.id.clone();
+        // Pieces the thread's previous request had taken out already are
+        // counted, not listed again: a conversation's record stays linear.
+        let (carried, pieces): (Vec<Piece>, Vec<Piece>) = std::mem::take(&mut self.pieces)
+            .into_iter()
+            .partition(|p| placed.earlier_pieces.contains(&p.memory_id));
+        self.figures.pieces = pieces;
+        self.figures.pieces_carried = carried.len();
+        self.figures.tokens_carried = carried.iter().map(|p| p.tokens).sum();
+
+        let model = Some(self.model.as_str()).filter(|m| !m.is_empty());
         let price = pricing.price(model);
         for (round, usage) in self.figures.rounds.iter_mut().zip(&self.usages) {
             let u = usage.unwrap_or_default();
@@ -177,9 +188,7 @@ impl Trace {
             round.cache_read = u.cache_read;
             round.cache_write = u.cache_write;
             round.output = u.output;
-            round.usd =
-                self.caching
-                    .cost(&round_price, u.input, u.cache_read, u.cache_write, u.output);
+            round.usd = caching.cost(&round_price, u.input, u.cache_read, u.cache_write, u.output);
         }
         self.figures.billed_usd = self.figures.rounds.iter().map(|r| r.usd).sum();
         let first = self.usages.first().copied().flatten();
@@ -194,16 +203,16 @@ impl Trace {
             .tokens_client
             .saturating_sub(self.figures.tokens_upstream);
         self.figures.counterfactual = match first {
-            Some(first) if self.untouched && self.usages.len() == 1 => {
-                cost::as_billed(self.caching, &price, first)
+            Some(first) if untouched && self.usages.len() == 1 => {
+                cost::as_billed(caching, &price, first)
             }
             Some(first) => cost::counterfactual(
-                self.caching,
+                caching,
                 &price,
                 first,
                 removed,
                 last_output,
-                self.previous,
+                placed.previous,
             ),
             None => cost::Counterfactual {
                 method: "not known: the upstream reported no usage".into(),
@@ -211,31 +220,31 @@ impl Trace {
             },
         };
         let untouched_input = first.map(|_| self.figures.counterfactual.input);
+        threads.finished(&key, &id, untouched_input);
         self.figures.price_entry = price.entry;
-        self.figures.outcome = ended.outcome.to_owned();
+        self.figures.outcome = ended.outcome;
         self.figures.latency_ms = u64::try_from(ended.latency.as_millis()).unwrap_or(u64::MAX);
         self.figures.added_ms = ended.added.as_secs_f64() * 1e3;
-        self.row.status = i64::from(ended.status);
-        self.row.figures = serde_json::to_string(&self.figures).unwrap_or_default();
+        let row = ExchangeRow {
+            id,
+            namespace: self.namespace,
+            thread: self.thread,
+            api: self.endpoint.name().to_owned(),
+            model: self.model,
+            at_ms: self.at_ms,
+            status: i64::from(ended.status),
+            parent: placed.parent,
+            prefix: i64::try_from(placed.delta.prefix).unwrap_or(i64::MAX),
+            suffix: i64::try_from(placed.delta.suffix).unwrap_or(i64::MAX),
+            body: placed.delta.middle,
+            figures: serde_json::to_string(&self.figures).unwrap_or_default(),
+        };
         Finished {
-            row: self.row,
+            row,
             figures: self.figures,
-            provider: self.provider,
-            untouched_input,
+            provider,
         }
     }
-}
-
-/// A finished exchange.
-pub(super) struct Finished {
-    /// Its row, figures written.
-    pub row: ExchangeRow,
-    /// Its figures.
-    pub figures: Figures,
-    /// The provider called.
-    pub provider: Provider,
-    /// The untouched request's modelled input (for the thread's next counterfactual).
-    pub untouched_input: Option<u64>,
 }
 
 /// A new exchange id: `ex_`, the time in milliseconds (13 hex digits, so
