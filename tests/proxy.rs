@@ -199,14 +199,7 @@ async fn official_sdks_get_offload_retrieval_streams_and_both_key_modes() {
         stats["prompt_cache"]["read_tokens"].as_u64().unwrap() > 0,
         "{stats}"
     );
-    let metrics = http
-        .get(format!("{}/metrics", passthrough.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_of(&passthrough.base).await;
     for name in [
         "cairn_proxy_requests_total{endpoint=\"chat_completions\",provider=\"openai\",status=\"200\"}",
         "cairn_proxy_retrieval_rounds_total{provider=\"anthropic\"}",
@@ -373,6 +366,16 @@ async fn x_cairn_thread_links_the_offloaded_pieces() {
     assert_eq!(memories[0]["subtype"], "ls");
     let content = content_of(&server, memories[0]["id"].as_str().unwrap()).await;
     assert_eq!(content, big, "the offloaded piece comes back byte for byte");
+}
+
+/// The server's `/metrics` text.
+async fn metrics_of(base: &str) -> String {
+    reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 /// A stored memory's whole content, as text.

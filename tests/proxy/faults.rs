@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{content_of, recorded, serve, upstream};
+use super::{content_of, metrics_of, recorded, serve, upstream};
 
 fn chat(stream: bool) -> Value {
     json!({"model": "gpt-4o", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
@@ -73,16 +73,6 @@ async fn a_reset_before_the_head_is_a_502_in_the_providers_shape() {
             "{x}"
         );
     }
-}
-
-/// The server's `/metrics` text.
-async fn metrics_of(base: &str) -> String {
-    reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

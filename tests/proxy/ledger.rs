@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{recorded, seq_output, serve, upstream};
+use super::{metrics_of, recorded, seq_output, serve, upstream};
 
 const ALPHA: &str = "alpha-ledger-key-01";
 const BETA: &str = "beta-ledger-key-002";
@@ -189,15 +189,7 @@ async fn every_exchange_is_recorded_with_its_rounds_costs_and_the_body_the_model
     assert_eq!(unauthenticated.status(), 401);
 
     // The metrics carry billed against counterfactual cost and the fetch-back tokens.
-    let metrics = http
-        .get(format!("{}/metrics", server.base))
-        .bearer_auth(ALPHA)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_of(&server.base).await;
     for needle in [
         "cairn_proxy_cost_usd_total{kind=\"billed\",provider=\"anthropic\"}",
         "cairn_proxy_cost_usd_total{kind=\"counterfactual\",provider=\"anthropic\"}",

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{serve, upstream};
+use super::{metrics_of, serve, upstream};
 
 const KEY: &str = "limits-key-000001";
 
@@ -39,12 +39,7 @@ async fn over_the_rate_a_namespace_gets_429_with_retry_after() {
     }
     assert_eq!(statuses, [200, 200, 200, 429, 429]);
     // Health and metrics are not limited; the refusals are counted.
-    let metrics = reqwest::get(format!("{}/metrics", server.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_of(&server.base).await;
     assert!(
         metrics.contains("cairn_limit_rejections_total{limit=\"rate\",surface=\"api\"} 2"),
         "{metrics}"
