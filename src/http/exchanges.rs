@@ -4,7 +4,7 @@
 //! the body the model saw.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::extract::{ApiPath, ApiQuery};
 use super::filters::{limit, parse_time};
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord, Figures};
 
@@ -113,7 +114,7 @@ pub struct ExchangeDetailView {
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    Query(params): Query<ExchangeParams>,
+    ApiQuery(params): ApiQuery<ExchangeParams>,
 ) -> Result<Json<ExchangePage>, AppError> {
     let limit = limit(params.limit, 50, MAX_PAGE)?;
     let before = params
@@ -173,7 +174,7 @@ pub async fn list(
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ExchangeDetailView>, AppError> {
     let not_found = || {
         AppError::new(
