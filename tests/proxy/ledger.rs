@@ -187,7 +187,11 @@ async fn every_exchange_is_recorded_with_its_rounds_costs_and_the_body_the_model
     assert_eq!(status, 400);
     // A query string that does not parse is a JSON error too (get parses the body).
     let (status, error) = get(&http, &format!("{base}?limit=-1e99"), ALPHA).await;
-    assert_eq!((status, error["error"]["code"].is_string()), (400, true), "{error}");
+    assert_eq!(
+        (status, error["error"]["code"].is_string()),
+        (400, true),
+        "{error}"
+    );
     let unauthenticated = http.get(&base).send().await.unwrap();
     assert_eq!(unauthenticated.status(), 401);
 
