@@ -53,6 +53,7 @@ pub(super) fn begin(
     streamed: bool,
 ) -> Option<Trace> {
     if !state.exchanges.is_on() {
+        // Nothing is recorded: no copy of the body either.
         return None;
     }
     state.exchanges.begin(Started {

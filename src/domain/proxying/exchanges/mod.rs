@@ -8,7 +8,7 @@
 //! and written with its batches; reads flush it first.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -186,7 +186,7 @@ pub struct ExchangeLedger {
     /// False: nothing is recorded.
     on: bool,
     keep: Option<Duration>,
-    last_expiry: std::sync::atomic::AtomicI64,
+    last_expiry: AtomicI64,
     /// Exchanges finished and not yet settled.
     settling: AtomicUsize,
 }
@@ -202,7 +202,7 @@ impl ExchangeLedger {
             redact: false,
             on: true,
             keep,
-            last_expiry: std::sync::atomic::AtomicI64::new(0),
+            last_expiry: AtomicI64::new(0),
             settling: AtomicUsize::new(0),
         }
     }
@@ -240,11 +240,12 @@ impl ExchangeLedger {
         self.settling.fetch_add(1, Ordering::SeqCst);
         let this = Arc::clone(self);
         let settle = move || {
+            // Counted down however settling ends (a panic too), so reads never wait on it.
+            let _settled = Settled(&this.settling);
             let done = trace.settle(&this.threads, this.ledger.pricing(), ended, this.redact);
             this.count(done.provider, &done.figures);
             this.ledger.queue_exchange(done.row);
             this.expire();
-            this.settling.fetch_sub(1, Ordering::SeqCst);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => drop(runtime.spawn_blocking(settle)),
@@ -289,12 +290,11 @@ impl ExchangeLedger {
             return;
         };
         let now = now_ms();
-        let last = self.last_expiry.load(std::sync::atomic::Ordering::Relaxed);
+        let last = self.last_expiry.load(Ordering::Relaxed);
         if now - last < EXPIRY_PERIOD_MS {
             return;
         }
-        self.last_expiry
-            .store(now, std::sync::atomic::Ordering::Relaxed);
+        self.last_expiry.store(now, Ordering::Relaxed);
         let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
         self.ledger.expire_exchanges(now.saturating_sub(keep_ms));
     }
@@ -349,6 +349,15 @@ impl ExchangeLedger {
             record: record(row),
             body,
         }))
+    }
+}
+
+/// Counts one settling exchange down when dropped.
+struct Settled<'a>(&'a AtomicUsize);
+
+impl Drop for Settled<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
