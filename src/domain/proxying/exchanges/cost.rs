@@ -4,7 +4,10 @@
 //! the provider's caching rules.
 //!
 //! The untouched request's input is the upstream's own count of what went
-//! up plus the tokens Cairn took out. Its cached part is what it shared with
+//! up, scaled by the bytes the client sent over the bytes Cairn sent up: the
+//! provider's own tokens per byte of this very request, so Cairn's tools
+//! and markers, the pieces taken out and the provider's tokenizer are all
+//! accounted for without a second tokenizer. Its cached part is what it shared with
 //! the thread's previous untouched request (the same settings and tools, the
 //! same leading messages), if that one was recent enough to be cached:
 //! - OpenAI caches any prefix of ≥ 1,024 tokens by itself, in 128-token
@@ -186,7 +189,7 @@ impl Profile {
         for (key, value) in fields {
             match value {
                 Value::Array(list_items) if key == list => {
-                    items = list_items.iter().map(HashingWriter::of).collect();
+                    items = list_items.iter().map(HashingWriter::of_message).collect();
                 }
                 _ if CACHED_SETTINGS.contains(&key.as_str()) => {
                     settings.add(key.as_bytes());
@@ -221,6 +224,27 @@ impl Profile {
     }
 }
 
+fn contains_cache_control(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            map.contains_key("cache_control") || map.values().any(contains_cache_control)
+        }
+        Value::Array(items) => items.iter().any(contains_cache_control),
+        _ => false,
+    }
+}
+
+fn strip_cache_control(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("cache_control");
+            map.values_mut().for_each(strip_cache_control);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_cache_control),
+        _ => {}
+    }
+}
+
 /// Hashes what is written to it and counts the bytes.
 #[derive(Default)]
 struct HashingWriter {
@@ -229,9 +253,18 @@ struct HashingWriter {
 }
 
 impl HashingWriter {
-    fn of(value: &Value) -> (u64, u64) {
+    /// The hash and size of a message, its `cache_control` breakpoints left
+    /// out: clients move them from turn to turn and the provider's cached
+    /// prefix does not depend on where they sit.
+    fn of_message(value: &Value) -> (u64, u64) {
         let mut writer = Self::default();
-        let _ = serde_json::to_writer(&mut writer, value);
+        if contains_cache_control(value) {
+            let mut stripped = value.clone();
+            strip_cache_control(&mut stripped);
+            let _ = serde_json::to_writer(&mut writer, &stripped);
+        } else {
+            let _ = serde_json::to_writer(&mut writer, value);
+        }
         writer.finish()
     }
 
@@ -267,18 +300,27 @@ pub struct Previous {
     pub age_ms: i64,
 }
 
+/// The untouched request's input tokens: the upstream's count of the first
+/// round (`upstream_bytes` sent up) scaled to the `client_bytes` the client sent.
+pub fn untouched_input(first_input: u64, client_bytes: usize, upstream_bytes: usize) -> u64 {
+    if upstream_bytes == 0 {
+        return first_input;
+    }
+    (first_input as f64 * client_bytes as f64 / upstream_bytes as f64).round() as u64
+}
+
 /// What the untouched request would have cost: `first` is the upstream's
-/// usage of the first round (what Cairn sent), `removed` the tokens Cairn
-/// took out, `output` the final answer's output tokens.
+/// usage of the first round (what Cairn sent), `input` the untouched
+/// request's input tokens ([`untouched_input`]), `output` the final
+/// answer's output tokens.
 pub fn counterfactual(
     caching: Caching,
     price: &Price,
     first: Usage,
-    removed: u64,
+    input: u64,
     output: u64,
     previous: Option<Previous>,
 ) -> Counterfactual {
-    let input = first.input + removed;
     let cached = previous
         .filter(|p| p.age_ms <= caching.ttl_ms())
         .map_or(0, |p| {
@@ -298,6 +340,9 @@ pub fn counterfactual(
             input - cached,
             "Anthropic cache_control breakpoints",
         ),
+        Caching::Anthropic {
+            breakpoints: true, ..
+        } => (0, 0, "Anthropic: under 1,024 tokens nothing is cached"),
         Caching::Anthropic { .. } => (0, 0, "Anthropic, no cache_control breakpoint"),
     };
     Counterfactual {
@@ -307,8 +352,10 @@ pub fn counterfactual(
         output,
         usd: caching.cost(price, input, cache_read, cache_write, output),
         method: format!(
-            "modelled: the upstream's input count plus the {removed} tokens taken out; cached: \
-             the prefix shared with the thread's previous untouched request ({rule})"
+            "modelled: the upstream's input count of round 1 ({}) scaled by the bytes the client \
+             sent over the bytes sent up; cached: the prefix shared with the thread's previous \
+             untouched request ({rule})",
+            first.input
         ),
     }
 }
@@ -363,6 +410,13 @@ mod tests {
         assert!(share > 0.0 && share < 1.0, "{share}");
         let other_tools = json!({"model": "m", "messages": [{"a": 1}, {"b": 2}], "tools": [2]});
         assert_eq!(Profile::of(&other_tools, "messages").shared_with(&e), 0.0);
+        // A breakpoint moved to the newest message leaves the shared prefix alone.
+        let marked = json!({"model": "m", "messages": [{"a": 1}, {"b": 2, "cache_control": {"type": "ephemeral"}}], "tools": [1]});
+        let moved = json!({"model": "m", "messages": [{"a": 1}, {"b": 2}, {"c": 3, "cache_control": {"type": "ephemeral"}}], "tools": [1]});
+        assert_eq!(
+            Profile::of(&moved, "messages").shared_with(&Profile::of(&marked, "messages")),
+            1.0
+        );
         // Streaming or not, and the answer's length, are not part of the cached prefix.
         let streamed = json!({"model": "m", "stream": true, "max_tokens": 9,
             "messages": [{"a": 1}, {"b": 2}, {"c": 3}], "tools": [1]});
@@ -381,13 +435,15 @@ mod tests {
             shared: 1.0,
             age_ms: 1_000,
         };
-        // Cairn sent 3,000 tokens and took 9,000 out: untouched it was 12,000,
+        // Cairn sent 3,000 tokens of a request that was 12,000 untouched:
         // 10,000 of them read from the cache and 2,000 written.
+        assert_eq!(untouched_input(3_000, 40_000, 10_000), 12_000);
+        assert_eq!(untouched_input(3_000, 40_000, 0), 3_000);
         let c = counterfactual(
             claude,
             &price,
             usage(3_000, 0, 0, 50),
-            9_000,
+            12_000,
             50,
             Some(previous),
         );
@@ -406,7 +462,7 @@ mod tests {
             claude,
             &price,
             usage(3_000, 0, 0, 50),
-            9_000,
+            12_000,
             50,
             Some(stale),
         );
@@ -417,7 +473,7 @@ mod tests {
             plain,
             &price,
             usage(3_000, 0, 0, 50),
-            9_000,
+            12_000,
             50,
             Some(previous),
         );
@@ -432,7 +488,7 @@ mod tests {
             Caching::OpenAi,
             &gpt,
             usage(3_000, 0, 0, 9),
-            9_000,
+            12_000,
             9,
             Some(half),
         );
@@ -445,7 +501,7 @@ mod tests {
             Caching::OpenAi,
             &gpt,
             usage(3_000, 0, 0, 9),
-            9_000,
+            12_000,
             9,
             Some(tiny),
         );

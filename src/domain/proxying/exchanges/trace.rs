@@ -158,6 +158,7 @@ impl Trace {
             .map(|client| Profile::of(&client, list_key(self.endpoint)))
             .unwrap_or_default();
         let untouched = self.pieces.is_empty() && self.figures.tools_added.is_empty();
+        let (client_bytes, upstream_bytes) = (self.client.len(), self.upstream.len());
         let body = if redact {
             redact_bytes(&self.upstream).0
         } else {
@@ -198,10 +199,6 @@ impl Trace {
             .copied()
             .flatten()
             .map_or(0, |u| u.output);
-        let removed = self
-            .figures
-            .tokens_client
-            .saturating_sub(self.figures.tokens_upstream);
         self.figures.counterfactual = match first {
             Some(first) if untouched && self.usages.len() == 1 => {
                 cost::as_billed(caching, &price, first)
@@ -210,7 +207,7 @@ impl Trace {
                 caching,
                 &price,
                 first,
-                removed,
+                cost::untouched_input(first.input, client_bytes, upstream_bytes),
                 last_output,
                 placed.previous,
             ),
