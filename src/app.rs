@@ -300,6 +300,7 @@ fn proxy_of(config: &Config) -> anyhow::Result<http::proxy::Proxy> {
         crate::domain::proxying::rewrite::RewriteSettings {
             offload_chars: config.proxy_offload_chars,
             preserve_prefix: config.proxy_preserve_prefix,
+            tools_for_agents: config.proxy_tools == "agents",
         },
         config.proxy_max_rounds,
         Duration::from_secs(config.proxy_timeout_secs),

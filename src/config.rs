@@ -243,6 +243,13 @@ pub struct Config {
     /// Proxy: tool results and user texts longer than this (characters) are offloaded.
     #[arg(long, env = "CAIRN_PROXY_OFFLOAD_CHARS", default_value_t = 6000)]
     pub proxy_offload_chars: usize,
+    /// Proxy: when Cairn's tools join a request: `pointer` (once the
+    /// conversation holds a pointer: a conversation with nothing offloaded
+    /// goes up as the client sent it) or `agents` (from an agent's first
+    /// request on: the first offload then leaves the cached prefix alone,
+    /// at the price of the tools' tokens on every request).
+    #[arg(long, env = "CAIRN_PROXY_TOOLS", default_value = "pointer", value_parser = ["pointer", "agents"])]
+    pub proxy_tools: String,
     /// Proxy: leading messages the governor's compression never edits (besides
     /// everything up to the last Anthropic `cache_control`).
     #[arg(long, env = "CAIRN_PROXY_PRESERVE_PREFIX", default_value_t = 0)]

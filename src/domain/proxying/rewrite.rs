@@ -47,6 +47,9 @@ pub struct RewriteSettings {
     pub offload_chars: usize,
     /// Leading messages the governor's compression never edits.
     pub preserve_prefix: usize,
+    /// Cairn's tools join an agent's requests from the first on (else only
+    /// once the conversation holds a pointer).
+    pub tools_for_agents: bool,
 }
 
 /// What rewriting a request did.

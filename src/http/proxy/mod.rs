@@ -333,7 +333,7 @@ async fn prepare(
     let report = rewriter
         .rewrite(&caller.namespace, endpoint, &mut value, thread, session)
         .await?;
-    let ours = if wire::wants_tools(&value) {
+    let ours = if wire::wants_tools(&value, state.proxy.rewrite.tools_for_agents) {
         tools::add(endpoint, &mut value)
     } else {
         Vec::new()

@@ -117,17 +117,19 @@ impl Shown {
     }
 }
 
-/// True when the conversation may need Cairn's tools: it is an agent's (it
-/// defines tools of its own: `tools`, or Codex's `additional_tools` input
-/// item), or it carries a pointer. An agent gets them
-/// from its first request on, after its own tools, so they never move
-/// bytes a provider has cached on a later turn.
-pub fn wants_tools(body: &Value) -> bool {
+/// True when the conversation needs Cairn's tools: it carries a pointer,
+/// or — with `agents` — it is an agent's (it defines tools of its own:
+/// `tools`, or Codex's `additional_tools` input item). An agent then gets
+/// them from its first request on, after its own tools, so they never move
+/// bytes a provider has cached on a later turn; without `agents` a
+/// conversation that never offloads pays nothing for them, and its first
+/// pointer costs one cache miss.
+pub fn wants_tools(body: &Value, agents: bool) -> bool {
     let defines_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty())
         || body["input"]
             .as_array()
             .is_some_and(|items| items.iter().any(|i| i["type"] == "additional_tools"));
-    defines_tools || has_pointer(body)
+    (agents && defines_tools) || has_pointer(body)
 }
 
 /// True when the request's texts hold a pointer marker Cairn wrote (or a
