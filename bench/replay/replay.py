@@ -19,7 +19,10 @@ tool results as the client sends them — once per arm:
 - `headroom`: through a fresh `headroom proxy` (its default `--mode cache`;
   `headroom-token` for `--mode token`; offline: see bench/REPORT.md);
 - `floor`: straight to the stand-in with every tool output sent empty (what
-  the session's envelope and conversation cost by themselves).
+  the session's envelope and conversation cost by themselves);
+- `masking`: Cairn client-side (ClientSide: `/v1/compress` with
+  `observation_masking` before each request, `memory_grep` answered by the
+  client), straight to the stand-in; chat and Claude shapes only.
 Each arm starts from an empty prompt cache.
 
 Reports per session and in total: billed USD at list prices, input tokens
@@ -44,6 +47,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -138,11 +142,16 @@ class Client:
         else:
             items.append({"role": "user", "content": text})
 
-    def request(self):
-        """The body as the client sends it (Claude Code: one breakpoint on the last message)."""
-        if self.shape != "claude":
+    def request(self, transform=None):
+        """The body as the client sends it (Claude Code: one breakpoint on
+        the last message), after `transform` if given."""
+        if self.shape != "claude" and transform is None:
             return self.body
         body = json.loads(json.dumps(self.body))
+        if transform is not None:
+            body = transform(body)
+        if self.shape != "claude":
+            return body
         for m in body["messages"]:
             for b in m["content"] if isinstance(m["content"], list) else []:
                 b.pop("cache_control", None)
@@ -182,10 +191,60 @@ class Client:
             self.body["messages"] += [{"role": "tool", "tool_call_id": i, "content": text} for i, text in outputs]
 
 
-def play(base, session, outputs, empty=False):
+GREP_TOOL = {
+    "name": "memory_grep",
+    "description": "Find the lines matching a pattern in content Cairn offloaded (a `[cairn: offloaded` "
+                   "marker's mem:// pointer): `uri`, `pattern`, `fixed: true` for plain text.",
+    "schema": {"type": "object", "properties": {"uri": {"type": "string"}, "pattern": {"type": "string"},
+                                                "fixed": {"type": "boolean"}}, "required": ["uri", "pattern"]},
+}
+
+
+def grep_tool(shape):
+    if shape == "claude":
+        return {"name": GREP_TOOL["name"], "description": GREP_TOOL["description"], "input_schema": GREP_TOOL["schema"]}
+    return {"type": "function", "function": {"name": GREP_TOOL["name"], "description": GREP_TOOL["description"],
+                                             "parameters": GREP_TOOL["schema"]}}
+
+
+class ClientSide:
+    """Cairn used by the client itself, as an agent framework would: before
+    each request the history is compressed with `POST /v1/compress`
+    (`observation_masking`: the last 3 tool results kept, older ones
+    offloaded to pointers — the stand-in for Anthropic's `clear_tool_uses`),
+    `memory_grep` is offered, and the client answers it through
+    `GET /v1/memories/{id}/grep`. Chat and Anthropic shapes only (the
+    compress API reads those)."""
+
+    def __init__(self, cairn, strategy="observation_masking"):
+        self.cairn, self.strategy = cairn, strategy
+
+    def transform(self, client):
+        def compress(body):
+            anthropic = client.shape == "claude"
+            payload = {"messages": body["messages"], "format": "anthropic" if anthropic else "openai",
+                       "strategy": self.strategy, "keep_recent": 3, "model": body["model"], "thread": client.name}
+            if anthropic:
+                payload["system"] = body["system"]
+            out = json.loads(http("POST", self.cairn + "/v1/compress", payload, timeout=120)[1])
+            return dict(body, messages=out["messages"], tools=body["tools"] + [grep_tool(client.shape)])
+        return compress
+
+    def grep(self, args):
+        uri = args.get("uri", "")
+        memory = uri.removeprefix("mem://").split("#")[0]
+        query = urllib.parse.urlencode({"pattern": args.get("pattern", ""), "fixed": "true"})
+        try:
+            return http("GET", f"{self.cairn}/v1/memories/{memory}/grep?{query}")[1].decode()
+        except urllib.error.HTTPError as e:
+            return json.dumps({"error": e.read().decode(errors="replace")})
+
+
+def play(base, session, outputs, empty=False, side=None):
     """Plays one session against `base`; answers what the client saw.
     `empty`: every tool output is sent empty (the session's floor: what its
-    envelope and conversation cost without the outputs)."""
+    envelope and conversation cost without the outputs). `side`: a
+    ClientSide compressing each request before it goes."""
     client = Client(session)
     seen = {"requests": 0, "answers": 0, "exact": 0, "errors": [], "foreign_calls": 0, "seconds": 0.0,
             "tool_bytes": 0, "body_bytes": 0}
@@ -194,9 +253,9 @@ def play(base, session, outputs, empty=False):
     for turn in session["turns"]:
         client.user(turn["user"])
         expected = next(s["answer"] for s in turn["steps"] if "answer" in s)
-        for _ in range(len(turn["steps"]) + 2):
+        for _ in range(len(turn["steps"]) + 4):
             seen["requests"] += 1
-            body = client.request()
+            body = client.request(side.transform(client) if side else None)
             seen["tool_bytes"] += carried
             seen["body_bytes"] += len(json.dumps(body))
             try:
@@ -211,6 +270,9 @@ def play(base, session, outputs, empty=False):
                 break
             results = []
             for call_id, name, args in calls:
+                if side and name == "memory_grep":
+                    results.append((call_id, side.grep(args)))
+                    continue
                 command = args.get("command") or args.get("cmd") or ""
                 if not command.startswith("replay "):
                     seen["foreign_calls"] += 1  # a proxy's own tool reached the client
@@ -278,9 +340,15 @@ def ledger(base, thread):
 def run_arm(arm, args, corpus, corpus_path, standin_port, out):
     standin = f"http://127.0.0.1:{standin_port}"
     http("POST", standin + "/_reset", {})
-    proc, base = None, standin
+    proc, base, side = None, standin, None
     work = tempfile.mkdtemp(prefix=f"replay-{arm}.", dir=out)
-    if arm.startswith("cairn"):
+    sessions = corpus["sessions"][:args.sessions]
+    if arm == "masking":
+        port = free_port()
+        proc, _ = start(args.cairn, port, os.path.join(work, "data"))
+        side = ClientSide(f"http://127.0.0.1:{port}")
+        sessions = [s for s in sessions if s["shape"] != "codex"]
+    elif arm.startswith("cairn"):
         port = free_port()
         tools = ["--proxy-tools", arm.partition("-")[2]] if "-" in arm else []
         proc, _ = start(args.cairn, port, os.path.join(work, "data"), "--upstream-anthropic-url", standin,
@@ -291,9 +359,8 @@ def run_arm(arm, args, corpus, corpus_path, standin_port, out):
         proc = start_headroom(args.headroom, port, standin_port, work, arm.partition("-")[2] or "cache")
         base = f"http://127.0.0.1:{port}"
     try:
-        sessions = corpus["sessions"][:args.sessions]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            played = list(pool.map(lambda s: play(base, s, corpus["outputs"], arm == "floor"), sessions))
+            played = list(pool.map(lambda s: play(base, s, corpus["outputs"], arm == "floor", side), sessions))
         exchanges = {}
         if arm.startswith("cairn"):
             time.sleep(1.5)  # the ledger writes in one-second batches
@@ -380,20 +447,27 @@ def render(report):
     for n in names:
         cells = [n, f"{direct[n]['tool_share']:.0%}" if direct else ""]
         for a, rows in arms.items():
-            r = rows[n]
+            r = rows.get(n)
+            if r is None:
+                cells += ["", ""]
+                continue
             totals[a] += r["usd"]
             ratio = r["usd"] / direct[n]["usd"] if direct.get(n) else float("nan")
             cells += [f"{r['usd']:.4f}", f"{ratio:.2f}"]
         for a, rows in arms.items():
             if a in ("direct", "floor"):
                 continue
-            r = rows[n]
+            r = rows.get(n)
+            if r is None:
+                cells += ["", "", ""]
+                continue
             hit = r["cache_read"] / r["input"] if r["input"] else 0
             cells += [f"{hit:.0%}", str(r["retrieval_rounds"]), f"{r['recovered']}/{r['needed']}"]
         lines.append("| " + " | ".join(cells) + " |")
     total = ["**total**", ""]
-    for a in arms:
-        total += [f"{totals[a]:.4f}", f"{totals[a] / totals['direct']:.2f}" if totals.get("direct") else ""]
+    for a, rows in arms.items():
+        same = sum(direct[n]["usd"] for n in rows) if direct else 0
+        total += [f"{totals[a]:.4f}", f"{totals[a] / same:.2f}" if same else ""]
     lines.append("| " + " | ".join(total) + " |")
     return "\n".join(lines)
 

@@ -40,6 +40,7 @@ import os
 import re
 import sys
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
@@ -337,7 +338,10 @@ class Handler(BaseHTTPRequestHandler):
         text, calls, fields = decide(api, body)
         use = usage(api, body)
         with LOCK:
-            n = len(RECORDS)
+            # Ids count this session's requests: the same in every run,
+            # however the sessions interleave.
+            session = fields.get("session") or ""
+            n = f"{zlib.crc32(session.encode()):08x}{sum(1 for r in RECORDS if r.get('session') == session)}"
             value = answer(api, body.get("model", ""), text, calls, n, use)
             u = value["usage"]
             out = u.get("output_tokens", u.get("completion_tokens", 0))
