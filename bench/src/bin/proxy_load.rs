@@ -46,9 +46,14 @@ struct Args {
     /// Turns per conversation (each with a new 50 KB tool result).
     #[arg(long, default_value_t = 3)]
     turns: usize,
-    /// Keep conversations going this long (0: one pass of `turns`).
+    /// Keep conversations going this long (0: one pass of `turns`); each
+    /// slot starts a new conversation after `turns` turns.
     #[arg(long, default_value_t = 0)]
     minutes: u64,
+    /// Measure through Cairn only (a soak: the direct run is its baseline
+    /// latency, not needed for Cairn's memory).
+    #[arg(long)]
+    skip_direct: bool,
     /// The Cairn binary.
     #[arg(long, default_value = "target/release/cairn")]
     cairn: String,
@@ -73,7 +78,11 @@ async fn main() -> anyhow::Result<()> {
         .pool_max_idle_per_host(args.conversations)
         .build()?;
 
-    let direct = run_load(&client, &format!("{upstream}/v1"), &args, &spent, None).await?;
+    let direct = if args.skip_direct {
+        Run::default()
+    } else {
+        run_load(&client, &format!("{upstream}/v1"), &args, &spent, None).await?
+    };
 
     let dir = std::env::temp_dir().join(format!("cairn-proxy-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -110,7 +119,7 @@ async fn main() -> anyhow::Result<()> {
 
     let section = render(&args, &direct, &through, idle_rss, after_rss);
     println!("{section}");
-    shared::marked::write_section("proxy_load", &section)?;
+    shared::marked::write_section(marker(&args), &section)?;
     Ok(())
 }
 
@@ -219,8 +228,12 @@ async fn conversation(
     tag: &str,
 ) -> Vec<Result<Turn, String>> {
     let stream = c.is_multiple_of(2);
-    let mut messages =
-        vec![json!({"role": "user", "content": format!("conversation {c}: fix the build")})];
+    let opening = |turn: usize| {
+        vec![
+            json!({"role": "user", "content": format!("conversation {c}.{}: fix the build", turn / turns.max(1))}),
+        ]
+    };
+    let mut messages = opening(0);
     let mut out = Vec::new();
     let mut turn = 0;
     loop {
@@ -230,6 +243,10 @@ async fn conversation(
         };
         if !more {
             break;
+        }
+        if turn > 0 && turn % turns.max(1) == 0 {
+            // A soak: this slot's next conversation.
+            messages = opening(turn);
         }
         let call_id = format!("call_{c}_{turn}");
         messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
@@ -470,17 +487,37 @@ fn slope(samples: &[(f64, u64)]) -> f64 {
     }
 }
 
+/// The REPORT section a run writes: a soak (`--minutes`) has its own.
+fn marker(args: &Args) -> &'static str {
+    if args.minutes > 0 {
+        "proxy_soak"
+    } else {
+        "proxy_load"
+    }
+}
+
 fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u64) -> String {
     let peak = through.rss.iter().map(|s| s.1).max().unwrap_or(0);
     let end = through.rss.last().map_or(0, |s| s.1);
     let mut out = String::new();
-    out.push_str("<!-- proxy_load -->\n## LLM proxy under load\n\n");
+    let title = if args.minutes > 0 {
+        "LLM proxy soak"
+    } else {
+        "LLM proxy under load"
+    };
+    out.push_str(&format!("<!-- {} -->\n## {title}\n\n", marker(args)));
     out.push_str(&format!(
-        "`cargo run --release -p cairn-bench --bin proxy_load -- --conversations {} --turns {}{}` — {} conversations at once (starting over 2 s, half streamed), each turn a new 50 KB tool result that Cairn offloads and a `memory_fetch` round it resolves; the stand-in answers after 300 ms–2 s and streams over ~1 s. Cairn: the release binary, SQLite, this 2-core machine.\n\n",
+        "`cargo run --release -p cairn-bench --bin proxy_load -- --conversations {} --turns {}{}{}` — {} conversations at once (starting over 2 s, half streamed), each turn a new 50 KB tool result that Cairn offloads and a `memory_fetch` round it resolves{}; the stand-in answers after 300 ms–2 s and streams over ~1 s. Cairn: the release binary, SQLite, this 2-core machine.\n\n",
         args.conversations,
         args.turns,
         if args.minutes > 0 { format!(" --minutes {}", args.minutes) } else { String::new() },
-        args.conversations
+        if args.skip_direct { " --skip-direct" } else { "" },
+        args.conversations,
+        if args.minutes > 0 {
+            format!(", a new conversation every {} turns, for {} minutes", args.turns, args.minutes)
+        } else {
+            String::new()
+        }
     ));
     out.push_str("| measure | direct | through Cairn | target |\n| --- | --- | --- | --- |\n");
     out.push_str(&format!(
@@ -525,6 +562,21 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
         after_rss / 1024,
         slope(&through.rss)
     ));
+    if args.minutes > 0 {
+        // RSS at each 5-minute mark, to see the trend, not just its slope.
+        let mut marks: Vec<String> = Vec::new();
+        let mut next = 0.0;
+        for (t, kib) in &through.rss {
+            if *t >= next {
+                marks.push(format!("{:.0} min: {} MiB", t / 60.0, kib / 1024));
+                next += 300.0;
+            }
+        }
+        out.push_str(&format!(
+            "| Cairn's RSS every 5 minutes | — | {} | flat |\n",
+            marks.join(" · ")
+        ));
+    }
     out.push_str(&format!(
         "| wall time | {:.1} s | {:.1} s | — |\n",
         direct.elapsed.as_secs_f64(),
