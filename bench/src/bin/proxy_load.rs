@@ -520,16 +520,23 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
         }
     ));
     out.push_str("| measure | direct | through Cairn | target |\n| --- | --- | --- | --- |\n");
+    // With --skip-direct the direct column has nothing to show.
+    let direct_cell = |text: String| {
+        if args.skip_direct {
+            "—".to_owned()
+        } else {
+            text
+        }
+    };
     out.push_str(&format!(
-        "| turns / errors | {} / {} | {} / {} | no error the direct run did not have |\n",
-        direct.turns,
-        direct.errors.len(),
+        "| turns / errors | {} | {} / {} | no error the direct run did not have |\n",
+        direct_cell(format!("{} / {}", direct.turns, direct.errors.len())),
         through.turns,
         through.errors.len()
     ));
     out.push_str(&format!(
-        "| upstream rounds per JSON turn (mean) | {:.2} | {:.2} | — |\n",
-        mean(&direct.rounds),
+        "| upstream rounds per JSON turn (mean) | {} | {:.2} | — |\n",
+        direct_cell(format!("{:.2}", mean(&direct.rounds))),
         mean(&through.rounds)
     ));
     for (name, d, t, target) in [
@@ -547,9 +554,12 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
         ),
     ] {
         out.push_str(&format!(
-            "| {name} | {:.1} / {:.1} ms | {:.1} / {:.1} ms | {target} |\n",
-            percentile(d, 0.5),
-            percentile(d, 0.99),
+            "| {name} | {} | {:.1} / {:.1} ms | {target} |\n",
+            direct_cell(format!(
+                "{:.1} / {:.1} ms",
+                percentile(d, 0.5),
+                percentile(d, 0.99)
+            )),
             percentile(t, 0.5),
             percentile(t, 0.99)
         ));
@@ -578,14 +588,14 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
         ));
     }
     out.push_str(&format!(
-        "| wall time | {:.1} s | {:.1} s | — |\n",
-        direct.elapsed.as_secs_f64(),
+        "| wall time | {} | {:.1} s | — |\n",
+        direct_cell(format!("{:.1} s", direct.elapsed.as_secs_f64())),
         through.elapsed.as_secs_f64()
     ));
     if let Some(e) = through.errors.first() {
         out.push_str(&format!("\nFirst error through Cairn: `{e}`\n"));
     }
-    out.push_str("<!-- /proxy_load -->\n");
+    out.push_str(&format!("<!-- /{} -->\n", marker(args)));
     out
 }
 
