@@ -431,7 +431,10 @@ def main():
     report = {"arms": arms}
     with open(os.path.join(args.out, "replay.json"), "w") as f:
         json.dump(report, f, indent=1)
-    print(render(report))
+    table = render(report)
+    with open(os.path.join(args.out, "replay.md"), "w") as f:
+        f.write(table + "\n")
+    print(table)
     if args.check:
         sys.exit(check(report))
 
