@@ -225,13 +225,9 @@ impl Profile {
 }
 
 fn contains_cache_control(value: &Value) -> bool {
-    match value {
-        Value::Object(map) => {
-            map.contains_key("cache_control") || map.values().any(contains_cache_control)
-        }
-        Value::Array(items) => items.iter().any(contains_cache_control),
-        _ => false,
-    }
+    let mut found = (false, false);
+    find_breakpoints(value, &mut found);
+    found.0
 }
 
 fn strip_cache_control(value: &mut Value) {
