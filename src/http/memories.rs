@@ -295,11 +295,11 @@ pub async fn list(
     }))
 }
 
-fn encode_cursor(created_at: i64, id: &str) -> String {
+pub(crate) fn encode_cursor(created_at: i64, id: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{created_at}:{id}"))
 }
 
-fn decode_cursor(cursor: &str) -> Result<(i64, String), AppError> {
+pub(crate) fn decode_cursor(cursor: &str) -> Result<(i64, String), AppError> {
     let invalid = || {
         AppError::bad_request("`cursor` is not a cursor this server issued").with("field", "cursor")
     };

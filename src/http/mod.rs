@@ -26,6 +26,7 @@ mod admin;
 pub mod auth;
 mod compress;
 mod conditional;
+mod console;
 mod content;
 pub mod error;
 mod exchanges;
@@ -168,6 +169,7 @@ pub fn router(state: AppState) -> Router {
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .merge(mcp)
         .merge(proxy::routes())
+        .merge(console::routes())
         .route("/metrics", axum::routing::get(metrics::get))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

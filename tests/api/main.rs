@@ -11,6 +11,7 @@ mod bytes;
 mod cache;
 mod cache_meta;
 mod compress;
+mod console;
 mod content;
 mod errors;
 mod fetch;

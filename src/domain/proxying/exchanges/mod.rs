@@ -24,6 +24,7 @@ use crate::storage::meta::{ExchangeQuery, ExchangeRow, LedgerStore};
 
 pub mod body;
 pub mod cost;
+pub mod sessions;
 mod threads;
 mod trace;
 
