@@ -95,6 +95,34 @@ def timed(url, reads):
     return statistics.median(times), times[int(0.99 * (len(times) - 1))]
 
 
+def play_session(base, turns, outputs, at=None):
+    """Plays the session's `turns` through the proxy at `base`; after each
+    turn named in `at`, calls `at[turn](turn, new_bytes)` (new_bytes: the
+    JSON bytes the client has added so far, its first request whole)."""
+    headers = {"x-api-key": "sk-ant-test", "x-claude-code-session-id": THREAD}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Look around this machine and report."}]}]
+    new_bytes = 0
+    for turn in range(1, turns + 1):
+        request = session_request(messages)
+        if turn == 1:
+            new_bytes += len(json.dumps(request).encode())
+        status, answer = http("POST", f"{base}/v1/messages", request, headers, timeout=60)
+        assert status == 200, answer[:300]
+        text = json.loads(answer)["content"][0].get("text", "")
+        if at and turn in at:
+            at[turn](turn, new_bytes)
+        output = outputs[turn % len(outputs)]
+        added = [
+            {"role": "assistant", "content": [{"type": "text", "text": text[:200] or "ok"},
+                                              {"type": "tool_use", "id": f"t{turn}", "name": f"tool_{turn % 16}",
+                                               "input": {"arg": f"run {turn}"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{turn}", "content": output}]},
+        ]
+        messages += added
+        # What the client adds to its next request (as JSON).
+        new_bytes += len(json.dumps(added).encode())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binary")
@@ -109,40 +137,23 @@ def main():
     port = free_port()
     proc, _ = start(args.binary, port, data, "--upstream-anthropic-url", upstream)
     base = f"http://127.0.0.1:{port}"
-    headers = {"x-api-key": "sk-ant-test", "x-claude-code-session-id": THREAD}
-    messages = [{"role": "user", "content": [{"type": "text", "text": "Look around this machine and report."}]}]
-    new_bytes = 0
     reports = []
+
+    def measure(turn, new_bytes):
+        status, page = http("GET", f"{base}/v1/exchanges?thread={THREAD}&limit=1")
+        newest = json.loads(page)["exchanges"][0]["id"]
+        rows, body, figures = ledger_bytes(os.path.join(data, "meta.sqlite"))
+        p50, p99 = timed(f"{base}/v1/exchanges?thread={THREAD}", args.reads)
+        all_p50, all_p99 = timed(f"{base}/v1/exchanges?thread={THREAD}&limit=200", args.reads)
+        one_p50, one_p99 = timed(f"{base}/v1/exchanges/{newest}", args.reads)
+        reports.append((turn, rows, new_bytes, body, figures, (p50, p99), (all_p50, all_p99), (one_p50, one_p99)))
+        if args.example:
+            _, detail = http("GET", f"{base}/v1/exchanges/{newest}")
+            with open(args.example, "wb") as f:
+                f.write(detail)
+
     try:
-        for turn in range(1, args.turns + 1):
-            request = session_request(messages)
-            if turn == 1:
-                new_bytes += len(json.dumps(request).encode())
-            status, answer = http("POST", f"{base}/v1/messages", request, headers, timeout=60)
-            assert status == 200, answer[:300]
-            text = json.loads(answer)["content"][0].get("text", "")
-            if turn in (60, args.turns):
-                status, page = http("GET", f"{base}/v1/exchanges?thread={THREAD}&limit=1")
-                newest = json.loads(page)["exchanges"][0]["id"]
-                rows, body, figures = ledger_bytes(os.path.join(data, "meta.sqlite"))
-                p50, p99 = timed(f"{base}/v1/exchanges?thread={THREAD}", args.reads)
-                all_p50, all_p99 = timed(f"{base}/v1/exchanges?thread={THREAD}&limit=200", args.reads)
-                one_p50, one_p99 = timed(f"{base}/v1/exchanges/{newest}", args.reads)
-                reports.append((turn, rows, new_bytes, body, figures, (p50, p99), (all_p50, all_p99), (one_p50, one_p99)))
-                if args.example:
-                    _, detail = http("GET", f"{base}/v1/exchanges/{newest}")
-                    with open(args.example, "wb") as f:
-                        f.write(detail)
-            output = outputs[turn % len(outputs)]
-            added = [
-                {"role": "assistant", "content": [{"type": "text", "text": text[:200] or "ok"},
-                                                  {"type": "tool_use", "id": f"t{turn}", "name": f"tool_{turn % 16}",
-                                                   "input": {"arg": f"run {turn}"}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{turn}", "content": output}]},
-            ]
-            messages += added
-            # What the client adds to its next request (as JSON).
-            new_bytes += len(json.dumps(added).encode())
+        play_session(base, args.turns, outputs, {60: measure, args.turns: measure})
     finally:
         proc.kill()
         standin.kill()

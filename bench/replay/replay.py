@@ -240,11 +240,12 @@ class ClientSide:
             return json.dumps({"error": e.read().decode(errors="replace")})
 
 
-def play(base, session, outputs, empty=False, side=None):
+def play(base, session, outputs, empty=False, side=None, headers=None):
     """Plays one session against `base`; answers what the client saw.
     `empty`: every tool output is sent empty (the session's floor: what its
     envelope and conversation cost without the outputs). `side`: a
-    ClientSide compressing each request before it goes."""
+    ClientSide compressing each request before it goes. `headers`: sent
+    besides the client's own (`X-Cairn-Key` for a Cairn with API keys)."""
     client = Client(session)
     seen = {"requests": 0, "answers": 0, "exact": 0, "errors": [], "foreign_calls": 0, "seconds": 0.0,
             "tool_bytes": 0, "body_bytes": 0}
@@ -259,7 +260,8 @@ def play(base, session, outputs, empty=False, side=None):
             seen["tool_bytes"] += carried
             seen["body_bytes"] += len(json.dumps(body))
             try:
-                _, raw = http("POST", base + PATHS[client.shape], body, client.headers(), timeout=300)
+                _, raw = http("POST", base + PATHS[client.shape], body, {**client.headers(), **(headers or {})},
+                              timeout=300)
             except urllib.error.HTTPError as e:
                 seen["errors"].append(f"{e.code}: {e.read()[:300]!r}")
                 return dict(seen, seconds=time.perf_counter() - started)

@@ -106,6 +106,7 @@ fn document(status: StatusCode, title: &str, content: Markup) -> Response {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Cairn" }
+                link rel="icon" href="data:,";
                 link rel="stylesheet" href="/ui/assets/console.css";
                 script src="/ui/assets/console.js" defer {}
             }

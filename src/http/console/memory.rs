@@ -46,6 +46,8 @@ pub struct ShowParams {
     /// Match regardless of case.
     #[serde(default)]
     ignore_case: Option<String>,
+    /// Grep on after this line (a previous answer's stopping point).
+    after: Option<u64>,
     /// A jq program.
     #[serde(default)]
     jq: String,
@@ -206,10 +208,10 @@ async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowPa
     let query = GrepQuery {
         pattern: params.grep.clone(),
         fixed: false,
-        ignore_case: params.ignore_case.is_some(),
+        ignore_case: query_ignores_case(params),
         context: params.context.unwrap_or(2).min(10),
         max_matches: GREP_MATCHES,
-        after: 0,
+        after: params.after.unwrap_or(0),
     };
     let id = IdRef::Full(crate::domain::ids::MemoryId::from_stored(m.id.clone()));
     let result = match state.memories.grep(&viewer.namespace, &id, &query).await {
@@ -217,20 +219,45 @@ async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowPa
         Err(e) => return problem_of(e),
     };
     let line = |n: u64| viewer.href(&format!("/ui/memories/{}?from={n}#L{n}", m.id));
+    let more = result.next.map(|after| {
+        let mut query = vec![
+            ("grep", params.grep.clone()),
+            ("context", query.context.to_string()),
+            ("after", after.to_string()),
+        ];
+        if query_ignores_case(params) {
+            query.push(("ignore_case", "1".to_owned()));
+        }
+        let query = serde_urlencoded::to_string(query).unwrap_or_default();
+        (after, viewer.href(&format!("/ui/memories/{}?{query}", m.id)))
+    });
     html! {
-        p #grep-summary { (result.matches.len()) " matching lines"
-            @if result.truncated { " (the first " (result.matches.len()) ")" }
-            " · " (count(result.scanned_bytes)) " bytes read, " (count(result.skipped_bytes)) " skipped by the index" }
+        p #grep-summary {
+            (count(result.matches.len() as u64)) " matching lines"
+            @if let Some(after) = params.after { " after line " (count(after)) }
+            " · " (count(result.scanned_bytes)) " bytes read, " (count(result.skipped_bytes)) " skipped by the index"
+            @if result.truncated {
+                @if result.matches.len() as u32 >= GREP_MATCHES { " · stopped at " (GREP_MATCHES) " matches" }
+                @else { " · stopped at the scan cap" }
+            }
+        }
         ol.matches #matches { @for g in &result.matches { li {
             @for (i, before) in g.before.iter().enumerate() {
-                div.context { span.line-no { (g.line - (g.before.len() - i) as u64) } code { (before) } }
+                div.context { span.line-no { (g.line - (g.before.len() - i) as u64) } " " code { (before) } }
             }
-            div.match { a.line-no href=(line(g.line)) { (g.line) } code { (g.text) } @if g.cut { " …" } }
+            div.match { a.line-no href=(line(g.line)) { (g.line) } " " code { (g.text) } @if g.cut { " …" } }
             @for (i, after) in g.after.iter().enumerate() {
-                div.context { span.line-no { (g.line + 1 + i as u64) } code { (after) } }
+                div.context { span.line-no { (g.line + 1 + i as u64) } " " code { (after) } }
             }
         } } }
+        @if let Some((after, href)) = more {
+            p { a #grep-more rel="next" href=(href) { "Grep on from line " (count(after + 1)) } }
+        }
     }
+}
+
+fn query_ignores_case(params: &ShowParams) -> bool {
+    params.ignore_case.is_some()
 }
 
 async fn jq(state: &AppState, viewer: &Viewer, m: &MemoryView, program: &str) -> Markup {
