@@ -127,6 +127,12 @@ def run(driver, s):
     driver.get(f"{base}/ui/exchanges/{s['piece_exchange']}")
     view(driver, "exchange", "ol.transcript")
     check(rows(driver, "#pieces tbody tr"), "the exchange lists the pieces it took out")
+    sent = driver.find_element(By.CSS_SELECTOR, "#pieces details.sent")
+    sent.find_element(By.TAG_NAME, "summary").click()
+    piece_first = json.loads(seed_mod.http("GET", f"{base}/v1/memories/{s['piece_memory']}/lines?start=1&end=1",
+                                           headers=seed_mod.bearer(keys["alpha"]))[1])["text"].rstrip("\n")
+    shown = sent.find_element(By.TAG_NAME, "pre").text
+    check(shown.strip().startswith(piece_first.strip()), f"beside the piece, what the client sent ({shown[:80]!r})")
     marker = driver.find_element(By.CSS_SELECTOR, ".block.marker a.pointer")
     memory_id = urllib.parse.urlsplit(marker.get_attribute("href")).path.rsplit("/", 1)[-1]
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", marker)

@@ -3,6 +3,8 @@
 //! retrieval rounds with their usage and cost, and what the model saw —
 //! the upstream body, message by message, markers highlighted.
 
+use std::collections::HashMap;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -13,6 +15,7 @@ use super::layout::{self, Section, count, usd, when};
 use super::login::Viewer;
 use super::threads::session_href;
 use super::transcript::{self, linked, pointer_href};
+use crate::domain::ids::IdRef;
 use crate::domain::proxying::exchanges::{ExchangeRecord, Figures, RoundFigures};
 use crate::http::AppState;
 
@@ -42,6 +45,7 @@ pub async fn show(
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
     });
     let record = detail.record;
+    let previews = previews(&state, &viewer, &record.figures).await;
     let page = html! {
         p.crumbs {
             a href=(viewer.href("/ui/")) { "Sessions" } " › "
@@ -49,7 +53,7 @@ pub async fn show(
         }
         (figures(&record))
         h2 { "What Cairn changed" }
-        (changes(&viewer, &record.figures))
+        (changes(&viewer, &record.figures, &previews))
         h2 { "Rounds" }
         (rounds(&viewer, &record.figures.rounds))
         h2 { "What the model saw" }
@@ -83,7 +87,33 @@ fn figures(r: &ExchangeRecord) -> Markup {
     }
 }
 
-fn changes(viewer: &Viewer, f: &Figures) -> Markup {
+/// Lines of each piece's original shown beside its marker.
+const PREVIEW_LINES: u64 = 12;
+
+/// The first lines of each piece this request took out: what the client
+/// sent where the model saw a marker.
+async fn previews(state: &AppState, viewer: &Viewer, f: &Figures) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for piece in &f.pieces {
+        let Ok(id) = IdRef::parse(&piece.memory_id) else {
+            continue;
+        };
+        if let Ok(slice) = state
+            .memories
+            .lines(&viewer.namespace, &id, Some(1), Some(PREVIEW_LINES))
+            .await
+        {
+            let mut text = String::from_utf8_lossy(&slice.content).into_owned();
+            if slice.end < slice.total_lines {
+                text.push_str(&format!("… {} more lines", slice.total_lines - slice.end));
+            }
+            out.insert(piece.memory_id.clone(), text);
+        }
+    }
+    out
+}
+
+fn changes(viewer: &Viewer, f: &Figures, previews: &HashMap<String, String>) -> Markup {
     html! {
         @if f.pieces.is_empty() && f.pieces_carried == 0 && f.tools_added.is_empty() {
             p { "Nothing: the request went upstream as the client sent it." }
@@ -99,7 +129,12 @@ fn changes(viewer: &Viewer, f: &Figures) -> Markup {
                     } }
                     tbody { @for p in &f.pieces { tr {
                         td.num { a href=(format!("#m{}", p.message)) { (p.message) } }
-                        td { a.pointer href=(pointer_href(viewer, &p.memory_id, None)) { "mem://" (p.memory_id) } }
+                        td {
+                            a.pointer href=(pointer_href(viewer, &p.memory_id, None)) { "mem://" (p.memory_id) }
+                            @if let Some(text) = previews.get(&p.memory_id) {
+                                details.sent { summary { "What the client sent here" } pre { (text) } }
+                            }
+                        }
                         td.num { (count(p.tokens)) }
                         td { @if p.governed { "the governor's tier" } @else { "over the offload threshold" } }
                     } } }

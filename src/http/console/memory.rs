@@ -229,7 +229,10 @@ async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowPa
             query.push(("ignore_case", "1".to_owned()));
         }
         let query = serde_urlencoded::to_string(query).unwrap_or_default();
-        (after, viewer.href(&format!("/ui/memories/{}?{query}", m.id)))
+        (
+            after,
+            viewer.href(&format!("/ui/memories/{}?{query}", m.id)),
+        )
     });
     html! {
         p #grep-summary {
