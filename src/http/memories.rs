@@ -276,30 +276,44 @@ pub async fn list(
     ApiQuery(mut params): ApiQuery<ListParams>,
 ) -> Result<Json<ListView>, AppError> {
     let limit = limit(params.limit, 50, crate::domain::memories::MAX_PAGE)?;
-    let mut query = params.filters().query(caller.namespace, limit + 1)?;
-    query.after = params.cursor.as_deref().map(decode_cursor).transpose()?;
+    let query = params.filters().query(caller.namespace, limit)?;
+    let (memories, next_cursor) = page(&state, query, params.cursor.as_deref()).await?;
+    Ok(Json(ListView {
+        memories,
+        next_cursor,
+    }))
+}
+
+/// One page of the memories `query` selects (its `limit` the page size),
+/// after `cursor`; with the cursor of the next page, if there is one.
+pub(crate) async fn page(
+    state: &AppState,
+    mut query: crate::storage::meta::ListQuery,
+    cursor: Option<&str>,
+) -> Result<(Vec<MemoryView>, Option<String>), AppError> {
+    let limit = query.limit as usize;
+    query.limit += 1;
+    query.after = cursor.map(decode_cursor).transpose()?;
     let mut records = state.memories.list(query).await?;
-    let next_cursor = if records.len() > limit as usize {
-        records.truncate(limit as usize);
+    let next_cursor = if records.len() > limit {
+        records.truncate(limit);
         records.last().map(|r| encode_cursor(r.created_at, &r.id))
     } else {
         None
     };
     let limits = state.memories.limits();
-    Ok(Json(ListView {
-        memories: records
-            .into_iter()
-            .map(|r| MemoryView::new(r, limits))
-            .collect(),
-        next_cursor,
-    }))
+    let views = records
+        .into_iter()
+        .map(|r| MemoryView::new(r, limits))
+        .collect();
+    Ok((views, next_cursor))
 }
 
-pub(crate) fn encode_cursor(created_at: i64, id: &str) -> String {
+fn encode_cursor(created_at: i64, id: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{created_at}:{id}"))
 }
 
-pub(crate) fn decode_cursor(cursor: &str) -> Result<(i64, String), AppError> {
+fn decode_cursor(cursor: &str) -> Result<(i64, String), AppError> {
     let invalid = || {
         AppError::bad_request("`cursor` is not a cursor this server issued").with("field", "cursor")
     };

@@ -11,7 +11,7 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde_json::Value;
 
-use super::layout::{self, Section, count, usd, when};
+use super::layout::{self, Section, count, head, usd, when};
 use super::login::Viewer;
 use super::threads::session_href;
 use super::transcript::{self, linked, pointer_href};
@@ -121,12 +121,7 @@ fn changes(viewer: &Viewer, f: &Figures, previews: &HashMap<String, String>) -> 
             @if !f.pieces.is_empty() {
                 table #pieces {
                     caption { "Pieces taken out by this request (each replaced by a marker; the link opens the original)" }
-                    thead { tr {
-                        th scope="col" .num { "Message" }
-                        th scope="col" { "Original" }
-                        th scope="col" .num { "Tokens" }
-                        th scope="col" { "Why" }
-                    } }
+                    (head(&["#Message", "Original", "#Tokens", "Why"]))
                     tbody { @for p in &f.pieces { tr {
                         td.num { a href=(format!("#m{}", p.message)) { (p.message) } }
                         td {
@@ -157,16 +152,7 @@ fn rounds(viewer: &Viewer, rounds: &[RoundFigures]) -> Markup {
         } @else {
             table #rounds {
                 caption.visually-hidden { "Upstream calls, in order" }
-                thead { tr {
-                    th scope="col" .num { "Round" }
-                    th scope="col" { "Model" }
-                    th scope="col" .num { "Input" }
-                    th scope="col" .num { "Cache read" }
-                    th scope="col" .num { "Cache write" }
-                    th scope="col" .num { "Output" }
-                    th scope="col" .num { "Cost" }
-                    th scope="col" { "Cairn tools the model called" }
-                } }
+                (head(&["#Round", "Model", "#Input", "#Cache read", "#Cache write", "#Output", "#Cost", "Cairn tools the model called"]))
                 tbody { @for (n, round) in rounds.iter().enumerate() { tr {
                     td.num { (n + 1) }
                     td { (round.model) }

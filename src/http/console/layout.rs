@@ -123,6 +123,22 @@ fn document(status: StatusCode, title: &str, content: Markup) -> Response {
     response
 }
 
+/// A table's head: each column's title, numeric columns (`.num`, right
+/// aligned) marked with a leading `#`.
+pub fn head(columns: &[&str]) -> Markup {
+    html! {
+        thead { tr {
+            @for column in columns {
+                @if let Some(title) = column.strip_prefix('#') {
+                    th scope="col" .num { (title) }
+                } @else {
+                    th scope="col" { (column) }
+                }
+            }
+        } }
+    }
+}
+
 /// `n` with thousands separators.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();

@@ -7,12 +7,12 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::layout::{self, Section, count};
+use super::layout::{self, Section, count, head};
 use super::login::Viewer;
 use crate::http::AppState;
 use crate::http::filters::Filters;
-use crate::http::memories::{decode_cursor, encode_cursor};
-use crate::http::views::{MemoryView, SearchView};
+use crate::http::memories::page;
+use crate::http::views::SearchView;
 
 /// Memories on one page of the list.
 const PAGE: u32 = 50;
@@ -113,27 +113,13 @@ fn failed(e: impl Into<crate::http::error::AppError>) -> Failed {
 }
 
 async fn listing(state: &AppState, viewer: &Viewer, form: &ListForm) -> Result<Markup, Failed> {
-    let mut query = form
+    let query = form
         .filters()
-        .query(viewer.namespace.clone(), PAGE + 1)
+        .query(viewer.namespace.clone(), PAGE)
         .map_err(failed)?;
-    query.after = given(&form.cursor)
-        .as_deref()
-        .map(decode_cursor)
-        .transpose()
+    let (views, next) = page(state, query, given(&form.cursor).as_deref())
+        .await
         .map_err(failed)?;
-    let mut records = state.memories.list(query).await.map_err(failed)?;
-    let next = if records.len() > PAGE as usize {
-        records.truncate(PAGE as usize);
-        records.last().map(|r| encode_cursor(r.created_at, &r.id))
-    } else {
-        None
-    };
-    let limits = state.memories.limits();
-    let views: Vec<MemoryView> = records
-        .into_iter()
-        .map(|r| MemoryView::new(r, limits))
-        .collect();
     let next_href = next.map(|cursor| {
         let mut query = form.query_without_cursor();
         if !query.is_empty() {
@@ -148,14 +134,7 @@ async fn listing(state: &AppState, viewer: &Viewer, form: &ListForm) -> Result<M
         } @else {
             table #memories {
                 caption.visually-hidden { "Memories, newest first" }
-                thead { tr {
-                    th scope="col" { "Title" }
-                    th scope="col" { "Type" }
-                    th scope="col" { "Tags" }
-                    th scope="col" .num { "Lines" }
-                    th scope="col" .num { "Tokens" }
-                    th scope="col" { "Created (UTC)" }
-                } }
+                (head(&["Title", "Type", "Tags", "#Lines", "#Tokens", "Created (UTC)"]))
                 tbody { @for m in &views { tr {
                     th scope="row" { a href=(viewer.href(&format!("/ui/memories/{}", m.id))) { (title_of(m.title.as_deref(), &m.id)) } }
                     td { (m.kind) @if let Some(s) = &m.subtype { " · " (s) } }

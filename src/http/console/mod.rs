@@ -14,6 +14,7 @@ use axum::routing::{get, post};
 use super::AppState;
 use super::error::AppError;
 use crate::domain::DomainError;
+use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
 
 mod exchange;
 mod layout;
@@ -89,6 +90,21 @@ async fn guard(request: Request, next: Next) -> Response {
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
+}
+
+/// The namespace's newest exchanges matching `filter`, up to `max`, or the
+/// error page.
+async fn newest(
+    state: &AppState,
+    viewer: &login::Viewer,
+    filter: ExchangeFilter,
+    max: u32,
+) -> Result<Vec<ExchangeRecord>, Response> {
+    state
+        .exchanges
+        .newest(&viewer.namespace, filter, max)
+        .await
+        .map_err(|e| domain_failure(viewer, e))
 }
 
 /// The error page of a domain error, with the API's status and message.

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::response::Response;
 use maud::{Markup, html};
 
-use super::layout::{self, Section, count, times, usd};
+use super::layout::{self, Section, count, head, times, usd};
 use super::login::Viewer;
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
 use crate::http::AppState;
@@ -60,13 +60,9 @@ pub fn group(records: &[ExchangeRecord]) -> (BTreeMap<String, Totals>, BTreeMap<
 
 /// `GET /ui/savings`.
 pub async fn show(State(state): State<AppState>, viewer: Viewer) -> Response {
-    let records = match state
-        .exchanges
-        .newest(&viewer.namespace, ExchangeFilter::default(), SCAN)
-        .await
-    {
+    let records = match super::newest(&state, &viewer, ExchangeFilter::default(), SCAN).await {
         Ok(records) => records,
-        Err(e) => return super::domain_failure(&viewer, e),
+        Err(page) => return page,
     };
     let (days, models) = group(&records);
     let mut all = Totals::default();
@@ -96,15 +92,7 @@ pub async fn show(State(state): State<AppState>, viewer: Viewer) -> Response {
 fn table(id: &str, what: &str, rows: &BTreeMap<String, Totals>) -> Markup {
     html! {
         table id=(id) {
-            thead { tr {
-                th scope="col" { (what) }
-                th scope="col" .num { "Exchanges" }
-                th scope="col" .num { "Tokens sent" }
-                th scope="col" .num { "Untouched tokens" }
-                th scope="col" .num { "Billed" }
-                th scope="col" .num { "Untouched" }
-                th scope="col" .num { "Saved" }
-            } }
+            (head(&[what, "#Exchanges", "#Tokens sent", "#Untouched tokens", "#Billed", "#Untouched", "#Saved"]))
             tbody { @for (key, t) in rows { tr {
                 th scope="row" { (key) }
                 td.num { (count(t.exchanges)) }

@@ -7,7 +7,7 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::layout::{self, Section, count, percent, times, usd, when};
+use super::layout::{self, Section, count, head, percent, times, usd, when};
 use super::login::Viewer;
 use crate::domain::proxying::exchanges::sessions::{SESSION_SCAN, SessionSummary, sessions};
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
@@ -18,14 +18,11 @@ const SESSION_EXCHANGES: u32 = 2_000;
 
 /// `GET /ui/`: the sessions of the namespace.
 pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Response {
-    let records = match state
-        .exchanges
-        .newest(&viewer.namespace, ExchangeFilter::default(), SESSION_SCAN)
-        .await
-    {
-        Ok(records) => records,
-        Err(e) => return super::domain_failure(&viewer, e),
-    };
+    let records =
+        match super::newest(&state, &viewer, ExchangeFilter::default(), SESSION_SCAN).await {
+            Ok(records) => records,
+            Err(page) => return page,
+        };
     let list = sessions(&records);
     let body = html! {
         @if list.is_empty() {
@@ -38,19 +35,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Response {
             }
             table #sessions {
                 caption.visually-hidden { "Sessions, newest first" }
-                thead { tr {
-                    th scope="col" { "Session" }
-                    th scope="col" { "Last request (UTC)" }
-                    th scope="col" .num { "Turns" }
-                    th scope="col" { "Models" }
-                    th scope="col" .num { "Tokens sent" }
-                    th scope="col" .num { "Untouched" }
-                    th scope="col" .num { "Billed" }
-                    th scope="col" .num { "Untouched cost" }
-                    th scope="col" .num { "Billed ÷ untouched" }
-                    th scope="col" .num { "Cache hit" }
-                    th scope="col" .num { "Fetch-back" }
-                } }
+                (head(&["Session", "Last request (UTC)", "#Turns", "Models", "#Tokens sent", "#Untouched", "#Billed", "#Untouched cost", "#Billed ÷ untouched", "#Cache hit", "#Fetch-back"]))
                 tbody {
                     @for s in &list { (session_row(&viewer, s)) }
                 }
@@ -102,13 +87,9 @@ pub async fn one(
         thread: Some(params.thread.clone()),
         ..ExchangeFilter::default()
     };
-    let mut records = match state
-        .exchanges
-        .newest(&viewer.namespace, filter, SESSION_EXCHANGES)
-        .await
-    {
+    let mut records = match super::newest(&state, &viewer, filter, SESSION_EXCHANGES).await {
         Ok(records) => records,
-        Err(e) => return super::domain_failure(&viewer, e),
+        Err(page) => return page,
     };
     if records.is_empty() {
         return layout::failure(
@@ -124,18 +105,7 @@ pub async fn one(
         (summary_list(&summary))
         table #timeline {
             caption.visually-hidden { "Exchanges, oldest first" }
-            thead { tr {
-                th scope="col" .num { "#" }
-                th scope="col" { "Time (UTC)" }
-                th scope="col" { "API · model" }
-                th scope="col" .num { "Sent / untouched tokens" }
-                th scope="col" .num { "Pieces out" }
-                th scope="col" .num { "Rounds" }
-                th scope="col" { "Fetched back" }
-                th scope="col" .num { "Billed" }
-                th scope="col" .num { "Untouched" }
-                th scope="col" { "Outcome" }
-            } }
+            (head(&["##", "Time (UTC)", "API · model", "#Sent / untouched tokens", "#Pieces out", "#Rounds", "Fetched back", "#Billed", "#Untouched", "Outcome"]))
             tbody {
                 @for (n, r) in records.iter().enumerate() { (exchange_row(&viewer, n + 1, r)) }
             }
