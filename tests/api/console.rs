@@ -304,3 +304,27 @@ async fn a_memory_pages_by_line_greps_and_downloads() {
     let missing = app.get(&format!("/ui/memories/{}", "ab".repeat(32))).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_memory_list_takes_the_filters_of_the_api() {
+    let app = spawn_app().await;
+    for (content, subtype, directory) in [
+        ("pytest run\n", "pytest", "/repo/a"),
+        ("cargo run\n", "cargo", "/repo/b"),
+    ] {
+        let fields = json!({"title": format!("{subtype} output"), "subtype": subtype, "directory": directory});
+        app.put_text(content, fields).await;
+    }
+    let html = text(&app.get("/ui/memories?subtype=pytest").await);
+    assert!(
+        html.contains("pytest output") && !html.contains("cargo output"),
+        "{html}"
+    );
+    let html = text(&app.get("/ui/memories?directory=%2Frepo%2Fb&type=").await);
+    assert!(
+        html.contains("cargo output") && !html.contains("pytest output"),
+        "{html}"
+    );
+    let bad = app.get("/ui/memories?since=yesterday").await;
+    assert!(text(&bad).contains("since"), "a bad filter is named");
+}

@@ -28,9 +28,15 @@ pub struct ListForm {
     #[serde(default, rename = "type")]
     kind: String,
     #[serde(default)]
+    subtype: String,
+    #[serde(default)]
     tag: String,
     #[serde(default)]
     thread: String,
+    #[serde(default)]
+    checkpoint: String,
+    #[serde(default)]
+    directory: String,
     #[serde(default)]
     since: String,
     #[serde(default)]
@@ -47,11 +53,13 @@ impl ListForm {
     fn filters(&self) -> Filters {
         Filters {
             kind: given(&self.kind),
+            subtype: given(&self.subtype),
             tag: given(&self.tag),
             thread: given(&self.thread),
+            checkpoint: given(&self.checkpoint),
+            directory: given(&self.directory),
             since: given(&self.since),
             until: given(&self.until),
-            ..Filters::default()
         }
     }
 
@@ -60,8 +68,11 @@ impl ListForm {
         let pairs = [
             ("q", &self.q),
             ("type", &self.kind),
+            ("subtype", &self.subtype),
             ("tag", &self.tag),
             ("thread", &self.thread),
+            ("checkpoint", &self.checkpoint),
+            ("directory", &self.directory),
             ("since", &self.since),
             ("until", &self.until),
         ];
@@ -94,8 +105,11 @@ pub async fn list(
             }
             div { label for="q" { "Search" } input #q type="search" name="q" value=(form.q) placeholder="words in the content"; }
             div { label for="type" { "Type" } input #type name="type" value=(form.kind) size="12"; }
+            div { label for="subtype" { "Subtype" } input #subtype name="subtype" value=(form.subtype) size="10"; }
             div { label for="tag" { "Tag" } input #tag name="tag" value=(form.tag) size="10"; }
             div { label for="thread" { "Thread" } input #thread name="thread" value=(form.thread) size="12"; }
+            div { label for="checkpoint" { "Checkpoint" } input #checkpoint name="checkpoint" value=(form.checkpoint) size="10"; }
+            div { label for="directory" { "Directory" } input #directory name="directory" value=(form.directory) size="12"; }
             div { label for="since" { "Since" } input #since name="since" value=(form.since) size="12" placeholder="RFC 3339"; }
             div { label for="until" { "Until" } input #until name="until" value=(form.until) size="12" placeholder="RFC 3339"; }
             button type="submit" { "Show" }

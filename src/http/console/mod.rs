@@ -6,7 +6,7 @@
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -72,8 +72,17 @@ async fn asset(text: &'static str, mime: &'static str) -> Response {
         .into_response()
 }
 
-/// Headers on every console answer: the policy, no sniffing, no referrer.
+/// Refuses a form post from another site's page (its `Origin` names
+/// another host than the request's `Host`), then puts on every console
+/// answer the policy, no sniffing, no referrer, no framing.
 async fn guard(request: Request, next: Next) -> Response {
+    if request.method() == Method::POST && foreign_origin(request.headers()) {
+        return layout::failure(
+            None,
+            StatusCode::FORBIDDEN,
+            "A form of the console was sent from another site.",
+        );
+    }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
     headers.insert(
@@ -90,6 +99,16 @@ async fn guard(request: Request, next: Next) -> Response {
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
+}
+
+/// True when the request's `Origin` is present and is not the host it was sent to.
+fn foreign_origin(headers: &HeaderMap) -> bool {
+    let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    let Some(origin) = header(header::ORIGIN) else {
+        return false;
+    };
+    let origin_host = origin.split("://").nth(1).unwrap_or(origin);
+    header(header::HOST).is_none_or(|host| !origin_host.eq_ignore_ascii_case(host))
 }
 
 /// The namespace's newest exchanges matching `filter`, up to `max`, or the
