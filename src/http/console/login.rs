@@ -122,17 +122,16 @@ impl Viewer {
         format!("{path}{sep}{ns}")
     }
 
-    /// The CSRF check of a form post.
-    pub fn check_csrf(&self, given: &str) -> Result<(), Response> {
-        if !given.is_empty() && given.len() == self.csrf.len() && given == self.csrf {
-            Ok(())
-        } else {
-            Err(layout::failure(
+    /// The refusal of a form post whose CSRF token is not this session's.
+    pub fn refuse_csrf(&self, given: &str) -> Option<Response> {
+        let valid = !given.is_empty() && given.len() == self.csrf.len() && given == self.csrf;
+        (!valid).then(|| {
+            layout::failure(
                 Some(self),
                 StatusCode::FORBIDDEN,
                 "This form has expired: reload the page and try again.",
-            ))
-        }
+            )
+        })
     }
 }
 
@@ -293,7 +292,7 @@ pub async fn logout(
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = viewer.check_csrf(&form.csrf) {
+    if let Some(refused) = viewer.refuse_csrf(&form.csrf) {
         return refused;
     }
     if let Some(token) = cookie(&headers) {

@@ -381,7 +381,7 @@ pub async fn delete(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = viewer.check_csrf(&form.csrf) {
+    if let Some(refused) = viewer.refuse_csrf(&form.csrf) {
         return refused;
     }
     let deleted = match IdRef::parse(&id) {
