@@ -104,6 +104,8 @@ async fn pages_need_a_signed_in_key_and_answer_with_a_strict_policy() {
         assert!(policy.contains("script-src 'self'"), "{policy}");
         assert!(!policy.contains("unsafe-inline"), "{policy}");
         assert_eq!(resp.header("x-content-type-options"), Some("nosniff"));
+        // Browsers send the console's own forms with `Origin: null` under `no-referrer`.
+        assert_eq!(resp.header("referrer-policy"), Some("same-origin"));
         assert_eq!(resp.header("cache-control"), Some("no-store"));
     }
     let memory = text(&page(&app, &format!("/ui/memories/{id}"), &cookie).await);

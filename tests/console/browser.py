@@ -261,6 +261,12 @@ def run(driver, s):
                      .find_elements(By.CSS_SELECTOR, "tbody th a")]
     check(sorted(admin_threads) == sorted(s["threads"]), "an admin key sees alpha's sessions with ?ns=alpha")
 
+    # Signing out ends the session: the next page is the sign-in form again.
+    wait_css(driver, "header.top form[action='/ui/logout'] button").click()
+    wait_css(driver, "#key")
+    driver.get(base + "/ui/")
+    check(driver.current_url.endswith("/ui/login"), "after signing out, the console asks for a key again")
+
 
 if __name__ == "__main__":
     main()

@@ -73,8 +73,10 @@ async fn asset(text: &'static str, mime: &'static str) -> Response {
 }
 
 /// Refuses a form post from another site's page (its `Origin` names
-/// another host than the request's `Host`), then puts on every console
-/// answer the policy, no sniffing, no referrer, no framing.
+/// another host than the request's `Host`, or is `null`), then puts on
+/// every console answer the policy, no sniffing, no framing, and a referrer
+/// only for the console itself (`same-origin`: under `no-referrer` browsers
+/// send `Origin: null` with the console's own forms).
 async fn guard(request: Request, next: Next) -> Response {
     if request.method() == Method::POST && foreign_origin(request.headers()) {
         return layout::failure(
@@ -95,7 +97,7 @@ async fn guard(request: Request, next: Next) -> Response {
     );
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
