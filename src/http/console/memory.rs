@@ -167,7 +167,7 @@ async fn lines(state: &AppState, viewer: &Viewer, m: &MemoryView, from: Option<&
         return html! { p.empty { "The memory is empty." } };
     }
     let from = from.min(m.lines);
-    let id = IdRef::Full(crate::domain::ids::MemoryId::from_stored(m.id.clone()));
+    let id = id_of(m);
     let slice = match state
         .memories
         .lines(
@@ -208,12 +208,12 @@ async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowPa
     let query = GrepQuery {
         pattern: params.grep.clone(),
         fixed: false,
-        ignore_case: query_ignores_case(params),
+        ignore_case: params.ignore_case.is_some(),
         context: params.context.unwrap_or(2).min(10),
         max_matches: GREP_MATCHES,
         after: params.after.unwrap_or(0),
     };
-    let id = IdRef::Full(crate::domain::ids::MemoryId::from_stored(m.id.clone()));
+    let id = id_of(m);
     let result = match state.memories.grep(&viewer.namespace, &id, &query).await {
         Ok((_, result)) => result,
         Err(e) => return problem_of(e),
@@ -225,7 +225,7 @@ async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowPa
             ("context", query.context.to_string()),
             ("after", after.to_string()),
         ];
-        if query_ignores_case(params) {
+        if params.ignore_case.is_some() {
             query.push(("ignore_case", "1".to_owned()));
         }
         let query = serde_urlencoded::to_string(query).unwrap_or_default();
@@ -259,12 +259,13 @@ async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowPa
     }
 }
 
-fn query_ignores_case(params: &ShowParams) -> bool {
-    params.ignore_case.is_some()
+/// The full id of a memory already read.
+fn id_of(m: &MemoryView) -> IdRef {
+    IdRef::Full(crate::domain::ids::MemoryId::from_stored(m.id.clone()))
 }
 
 async fn jq(state: &AppState, viewer: &Viewer, m: &MemoryView, program: &str) -> Markup {
-    let id = IdRef::Full(crate::domain::ids::MemoryId::from_stored(m.id.clone()));
+    let id = id_of(m);
     match state
         .memories
         .query(&viewer.namespace, &id, program, &state.jq)
