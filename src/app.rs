@@ -367,9 +367,33 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tracing::warn!("no API keys configured: every caller shares the `default` namespace");
     }
     tracing::info!(address = %local, data_dir = %config.data_dir.display(), "cairn listening");
-    http::serve(listener, app.router(), shutdown_signal()).await?;
-    tracing::info!("shutting down");
-    tokio::time::timeout(http::SHUTDOWN_GRACE, app.shutdown())
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let signalled = Arc::new(tokio::sync::Notify::new());
+    let stop = {
+        let signalled = signalled.clone();
+        async move {
+            shutdown_signal().await;
+            tracing::info!(
+                grace_secs = grace.as_secs(),
+                "shutting down: no new connections; requests under way may finish"
+            );
+            signalled.notify_one();
+        }
+    };
+    // Graceful shutdown waits for every open request, a stream too, however
+    // long it runs: after the grace period what is left is cut.
+    let grace_over = async {
+        signalled.notified().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = http::serve(listener, app.router(), stop) => served?,
+        () = grace_over => {
+            tracing::warn!(grace_secs = grace.as_secs(), "grace period over: cutting the requests still open");
+        }
+    }
+    tracing::info!("closing the stores");
+    tokio::time::timeout(Duration::from_secs(30), app.shutdown())
         .await
         .ok();
     Ok(())

@@ -264,6 +264,10 @@ pub struct Config {
     /// the client's stream with an error (a stalled upstream).
     #[arg(long, env = "CAIRN_PROXY_IDLE_SECS", default_value_t = 300)]
     pub proxy_idle_secs: u64,
+    /// Seconds requests under way (streams included) may take to finish after
+    /// SIGTERM or Ctrl-C; what is still open then is cut and Cairn exits.
+    #[arg(long, env = "CAIRN_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
+    pub shutdown_grace_secs: u64,
     /// Log format: `text` or `json`.
     #[arg(long, env = "CAIRN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,

@@ -21,6 +21,8 @@ mod faults;
 mod ledger;
 #[path = "proxy/limits.rs"]
 mod limits;
+#[path = "proxy/shutdown.rs"]
+mod shutdown;
 
 const SDKS: &str =
     "import openai, anthropic; assert openai.__version__.startswith('3.'), openai.__version__";

@@ -1,7 +1,6 @@
 //! The HTTP layer: routers, extractors, errors, OpenAPI. Thin: parse, call the domain, map.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -249,6 +248,3 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await
 }
-
-/// Grace period the binary gives in-flight requests at shutdown.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
