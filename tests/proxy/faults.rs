@@ -2,7 +2,8 @@
 //! a connection reset before the head, rate limits and overload passed
 //! through unretried, a stalled stream ended after the idle limit, a
 //! malformed event passed on, a compressed answer decoded, an answer larger
-//! than Cairn holds.
+//! than Cairn holds; and client faults: a client that leaves mid-stream, a
+//! client that stops reading (backpressure, not buffering).
 
 use std::time::{Duration, Instant};
 
@@ -256,4 +257,53 @@ async fn a_stream_cut_during_a_hidden_round_is_cut_for_the_client_and_the_pieces
     let id = listed["memories"][0]["id"].as_str().unwrap();
     let content = content_of(&server, id).await;
     assert_eq!(content, big);
+}
+
+/// Bytes the stand-in has handed to its socket in the `flood` scenario so far.
+async fn flooded(http: &reqwest::Client, up: &super::Upstream) -> u64 {
+    let sent = recorded(http, up).await;
+    sent.last().unwrap()["flooded"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn a_slow_reader_holds_the_upstream_back_instead_of_filling_cairns_memory() {
+    let up = upstream();
+    let server = serve(|c| c.upstream_openai_url = Some(format!("{}/v1", up.url))).await;
+    let mut answer = post(&server.base, "/v1/chat/completions", "flood", &chat(true)).await;
+    assert_eq!(answer.status(), 200);
+    assert!(answer.chunk().await.unwrap().is_some());
+    // The client stops reading. The upstream offers 1 GiB as fast as it is
+    // taken: what it gets to send is the sockets' buffers and Cairn's 64
+    // events in hand (13.8 MB when measured here; a socket's buffer may grow
+    // to 32 MiB on this kernel), then it waits.
+    let http = reqwest::Client::new();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let before = flooded(&http, &up).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let held = flooded(&http, &up).await;
+    assert!(
+        held < 64 << 20,
+        "{held} bytes left the upstream for a reader that reads nothing"
+    );
+    assert!(
+        held - before < 1 << 20,
+        "still flowing to nobody: {before} then {held} bytes"
+    );
+    // Reading again lets it flow again.
+    let mut read = 0usize;
+    while read < 64 << 20 {
+        read += answer.chunk().await.unwrap().unwrap().len();
+    }
+    let flowing = flooded(&http, &up).await;
+    assert!(flowing > held, "{held} then {flowing}");
+    // And leaving cancels it.
+    drop(answer);
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while recorded(&http, &up).await.last().unwrap()["cancelled"] != true {
+        assert!(
+            Instant::now() < deadline,
+            "the upstream kept flooding nobody"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -336,10 +336,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(404, {"error": {"message": "no such path", "type": "invalid_request_error"}})
 
     def record(self, body):
+        self.entry = {"method": self.command, "path": self.path,
+                      "headers": {k.lower(): v for k, v in self.headers.items()},
+                      "body": body}
         with LOCK:
-            REQUESTS.append({"method": self.command, "path": self.path,
-                             "headers": {k.lower(): v for k, v in self.headers.items()},
-                             "body": body})
+            REQUESTS.append(self.entry)
 
     def do_POST(self):
         length = int(self.headers.get("content-length") or 0)
@@ -456,6 +457,24 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if scenario == "malformed" and i == 1:
                 self.wfile.write(b"data: {not json\n\n")
+            # `flood`: 1 GiB of SSE comments as fast as the reader takes
+            # them, the bytes handed to the socket so far kept in the
+            # request's `flooded` (a slow reader must hold this back).
+            if scenario == "flood" and i == 1:
+                line = b": " + b"x" * 65530 + b"\n\n"
+                mine = self.entry
+                with LOCK:
+                    mine["flooded"] = 0
+                try:
+                    for _ in range((1 << 30) // len(line)):
+                        self.wfile.write(line)
+                        with LOCK:
+                            mine["flooded"] += len(line)
+                except OSError:
+                    with LOCK:
+                        mine["cancelled"] = True
+                    self.close_connection = True
+                    return
             # `slow`: one event every 0.3 s, padded out to ~40 events; a write
             # that fails means the reader went away: recorded as `cancelled`.
             if scenario == "slow" and i == 1:
