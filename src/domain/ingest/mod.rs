@@ -1,6 +1,7 @@
 //! Streaming ingest: cut the upload into frames, redact and compress them
-//! in parallel on the frame workers, hash and index them in order, and
-//! store the object where it belongs.
+//! in parallel on the frame workers, hash and index them in order, count
+//! their tokens as they come ([`counting`]), and store the object where it
+//! belongs.
 //!
 //! Memory stays bounded whatever the size of the upload: `parallelism`
 //! frames between the reader and the assembler, one being read and one
@@ -12,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
 
+use self::counting::Counting;
 use self::frames::{FrameJob, FrameOut, finish, redo, start};
 use super::DomainError;
 use super::gc::{ObjectGuard, ObjectLocks};
@@ -23,6 +25,7 @@ use super::tokens::stream::{ContentTokens, content_tokens};
 use crate::storage::blob::{BlobStore, BlobWriter};
 use crate::storage::meta::{FrameEntry, Layout, MetaStore, ObjectRecord};
 
+mod counting;
 mod frames;
 mod hashing;
 
@@ -95,8 +98,8 @@ struct Assembly<'a> {
     last_byte: Option<u8>,
     summary: SummaryBuilder,
     sink: Sink,
-    /// The frames so far while they fit the exact token count's size limit.
-    to_count: Vec<Bytes>,
+    /// The content's token count, under way.
+    counting: Counting,
 }
 
 /// Reads `body` to its end and stores it; returns the object to record.
@@ -300,24 +303,6 @@ fn raw(content: Bytes, exact_tokens_max: u64) -> Ingested {
     }
 }
 
-/// Tokens of a content of `bytes` bytes: estimated when it is over the
-/// exact-count limit, else counted over its `frames` off the async workers
-/// (BPE runs ~10 MB/s).
-async fn count_tokens(
-    frames: Vec<Bytes>,
-    bytes: u64,
-    digest: [u8; 32],
-    config: &IngestConfig,
-) -> Result<ContentTokens, DomainError> {
-    let max = config.exact_tokens_max;
-    if bytes > max {
-        return Ok(ContentTokens::estimated(bytes));
-    }
-    tokio::task::spawn_blocking(move || content_tokens(&frames, Some(digest), max))
-        .await
-        .map_err(DomainError::internal)
-}
-
 /// Lines of content with `newlines` newlines ending in `last_byte`.
 pub fn line_count(newlines: u64, last_byte: Option<u8>) -> u64 {
     newlines + u64::from(last_byte.is_some_and(|b| b != b'\n'))
@@ -344,7 +329,7 @@ impl<'a> Assembly<'a> {
             last_byte: None,
             summary: SummaryBuilder::default(),
             sink: Sink::Memory(Vec::new()),
-            to_count: Vec::new(),
+            counting: Counting::new(config.exact_tokens_max),
         }
     }
 
@@ -371,11 +356,7 @@ impl<'a> Assembly<'a> {
         ));
         self.content_len += content_len as u64;
         self.stored_len += stored_len as u64;
-        if self.content_len <= self.config.exact_tokens_max {
-            self.to_count.push(out.content.clone());
-        } else {
-            self.to_count = Vec::new();
-        }
+        self.counting.add(&out.content);
         self.newlines += out.scan.newlines;
         self.last_byte = out.content.last().copied().or(self.last_byte);
         self.write(out.compressed).await
@@ -410,34 +391,40 @@ impl<'a> Assembly<'a> {
     async fn finish(self) -> Result<Ingested, DomainError> {
         let digest = self.hashing.finish().await?.finalize();
         let id = MemoryId::from_digest(&digest);
-        let tokens =
-            count_tokens(self.to_count, self.content_len, digest.into(), self.config).await?;
         let table = seekable::seek_table(&self.table);
         let stored_bytes = self.stored_len + table.len() as u64;
-        let (layout, data, guard) = match self.sink {
-            Sink::Memory(mut buffer)
-                if buffer.len() + table.len() <= self.config.inline_object_max =>
-            {
-                buffer.extend_from_slice(&table);
-                (Layout::Inline, Some(buffer), None)
-            }
-            Sink::Memory(buffer) => {
-                let mut writer = self.blobs.create().await?;
-                writer.write(Bytes::from(buffer)).await?;
-                writer.write(Bytes::from(table)).await?;
-                let guard = settle(self.meta, self.locks, writer, &id).await?;
-                (Layout::Blob, None, Some(guard))
-            }
-            Sink::Blob {
-                mut writer,
-                mut pending,
-            } => {
-                pending.extend_from_slice(&table);
-                writer.write(Bytes::from(pending)).await?;
-                let guard = settle(self.meta, self.locks, writer, &id).await?;
-                (Layout::Blob, None, Some(guard))
-            }
+        let (config, blobs, meta, locks) = (self.config, self.blobs, self.meta, self.locks);
+        let (sink, counting) = (self.sink, self.counting);
+        // The object is made durable while the last counts finish.
+        let store = async {
+            Ok::<_, DomainError>(match sink {
+                Sink::Memory(mut buffer)
+                    if buffer.len() + table.len() <= config.inline_object_max =>
+                {
+                    buffer.extend_from_slice(&table);
+                    (Layout::Inline, Some(buffer), None)
+                }
+                Sink::Memory(buffer) => {
+                    let mut writer = blobs.create().await?;
+                    writer.write(Bytes::from(buffer)).await?;
+                    writer.write(Bytes::from(table)).await?;
+                    let guard = settle(meta, locks, writer, &id).await?;
+                    (Layout::Blob, None, Some(guard))
+                }
+                Sink::Blob {
+                    mut writer,
+                    mut pending,
+                } => {
+                    pending.extend_from_slice(&table);
+                    writer.write(Bytes::from(pending)).await?;
+                    let guard = settle(meta, locks, writer, &id).await?;
+                    (Layout::Blob, None, Some(guard))
+                }
+            })
         };
+        let (tokens, stored) = tokio::join!(counting.finish(digest.into()), store);
+        let (layout, data, guard) = stored?;
+        let tokens = tokens?;
         Ok(Ingested {
             object: ObjectRecord {
                 hash: id.as_str().to_owned(),

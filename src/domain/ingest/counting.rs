@@ -1,0 +1,210 @@
+//! The exact token count of an upload, counted while it arrives.
+//!
+//! Counting a megabyte of text is several milliseconds of BPE on one core,
+//! the largest part of a put. So instead of one pass over the whole content
+//! after its last frame, each frame is cut where pre-tokenization cuts
+//! anyway ([`last_safe_cut`]) and counted on the blocking pool as soon as
+//! the assembler takes it, in pieces that run on every core, while later
+//! frames are still being read, compressed and hashed. The sum is the count
+//! of one pass (see [`crate::domain::tokens::stream`]).
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use tokio::task::JoinHandle;
+
+use crate::domain::DomainError;
+use crate::domain::tokens::stream::{CONTENT_ENCODING, ContentTokens, last_safe_cut};
+
+/// Smallest piece counted on its own: smaller ones are not worth a hand-off.
+const PIECE_BYTES: usize = 128 << 10;
+
+/// Counts under way for one upload.
+pub(super) struct Counting {
+    /// Content up to this size is counted exactly.
+    max: u64,
+    /// Content bytes taken so far.
+    bytes: u64,
+    /// Counts of the pieces handed off (`None` in a piece that is not
+    /// UTF-8); `None` once the content is over `max`.
+    parts: Option<Vec<JoinHandle<Option<u64>>>>,
+    /// Bytes after the last safe cut, waiting for the next frame.
+    carry: Vec<u8>,
+}
+
+impl Counting {
+    /// Nothing counted yet; content over `max` bytes gets the estimate.
+    pub(super) fn new(max: u64) -> Self {
+        Self {
+            max,
+            bytes: 0,
+            parts: Some(Vec::new()),
+            carry: Vec::new(),
+        }
+    }
+
+    /// Takes the next frame of content and starts counting what can be.
+    pub(super) fn add(&mut self, frame: &Bytes) {
+        self.bytes += frame.len() as u64;
+        if self.bytes > self.max {
+            self.parts = None;
+            self.carry = Vec::new();
+        }
+        let Some(parts) = &mut self.parts else {
+            return;
+        };
+        let text = if self.carry.is_empty() {
+            frame.clone()
+        } else {
+            let mut joined = std::mem::take(&mut self.carry);
+            joined.extend_from_slice(frame);
+            Bytes::from(joined)
+        };
+        let Some(cut) = last_safe_cut(&text) else {
+            self.carry = text.to_vec();
+            return;
+        };
+        for piece in pieces(&text[..cut]) {
+            parts.push(count_off_executor(text.slice(piece)));
+        }
+        self.carry = text[cut..].to_vec();
+    }
+
+    /// The count: exact when the content is UTF-8 within the limit, else
+    /// the estimate. The exact count joins the shared cache under `digest`.
+    pub(super) async fn finish(self, digest: [u8; 32]) -> Result<ContentTokens, DomainError> {
+        let Some(parts) = self.parts else {
+            return Ok(ContentTokens::estimated(self.bytes));
+        };
+        let rest = count_off_executor(Bytes::from(self.carry));
+        let mut total = Some(0u64);
+        for part in parts.into_iter().chain([rest]) {
+            let counted = part.await.map_err(DomainError::internal)?;
+            total = total.zip(counted).map(|(a, b)| a + b);
+        }
+        Ok(match total {
+            Some(tokens) => ContentTokens {
+                tokens: CONTENT_ENCODING
+                    .cached_if(digest, || Some(tokens))
+                    .unwrap_or(tokens),
+                method: CONTENT_ENCODING.exact_method(),
+            },
+            None => ContentTokens::estimated(self.bytes),
+        })
+    }
+}
+
+/// Counts `text` on the blocking pool; `None` when it is not UTF-8.
+fn count_off_executor(text: Bytes) -> JoinHandle<Option<u64>> {
+    tokio::task::spawn_blocking(move || {
+        let text = std::str::from_utf8(&text).ok()?;
+        Some(CONTENT_ENCODING.count(text) as u64)
+    })
+}
+
+/// `text` (which ends at a safe cut or at the content's end) in pieces of at
+/// least [`PIECE_BYTES`], each ending at a safe cut.
+fn pieces(text: &[u8]) -> Vec<Range<usize>> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    while text.len() - start >= 2 * PIECE_BYTES {
+        let from = start + PIECE_BYTES;
+        let cut = memchr::memchr_iter(b'\n', &text[from..])
+            .map(|newline| from + newline + 1)
+            .find(|&cut| text.get(cut).is_some_and(u8::is_ascii_alphanumeric));
+        let Some(cut) = cut else { break };
+        pieces.push(start..cut);
+        start = cut;
+    }
+    if start < text.len() {
+        pieces.push(start..text.len());
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use sha2::Digest;
+
+    use super::*;
+
+    /// Lines of code-like text with the shapes that stress cuts: indentation,
+    /// punctuation before newlines, slashes, digits, unicode.
+    fn text(lines: usize, seed: u64) -> String {
+        let shapes = [
+            "fn main() {",
+            "    let x = 42;",
+            "}",
+            "// comment/path",
+            "0x1f 123456",
+            "Ünïcödé wörds 名前",
+            "a/b/c;",
+            "",
+            "\tTab\tand trailing  ",
+        ];
+        (0..lines)
+            .map(|i| shapes[(i as u64 * 7 + seed) as usize % shapes.len()])
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    async fn counted(content: &[u8], frame: usize, max: u64) -> ContentTokens {
+        let mut counting = Counting::new(max);
+        for chunk in content.chunks(frame.max(1)) {
+            counting.add(&Bytes::copy_from_slice(chunk));
+        }
+        // The content's digest keys the shared count cache, as at put.
+        let digest: [u8; 32] = sha2::Sha256::digest(content).into();
+        counting.finish(digest).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_megabyte_counted_in_pieces_is_the_count_of_one_pass() {
+        let content = text(100_000, 3);
+        assert!(content.len() > 1 << 20);
+        let one_pass = CONTENT_ENCODING.count(&content) as u64;
+        for frame in [4096, 100_000, 512 << 10, 4 << 20] {
+            let got = counted(content.as_bytes(), frame, 8 << 20).await;
+            assert_eq!(got.tokens, one_pass, "frames of {frame}");
+            assert_eq!(got.method, CONTENT_ENCODING.exact_method());
+        }
+    }
+
+    #[tokio::test]
+    async fn over_the_limit_or_not_utf8_is_the_estimate() {
+        let content = text(2_000, 1);
+        let over = counted(content.as_bytes(), 1000, 1000).await;
+        assert_eq!(over, ContentTokens::estimated(content.len() as u64));
+        let mut binary = content.into_bytes();
+        binary[5000] = 0xff;
+        let not_text = counted(&binary, 700, 1 << 20).await;
+        assert_eq!(not_text, ContentTokens::estimated(binary.len() as u64));
+    }
+
+    #[test]
+    fn pieces_end_at_safe_cuts_and_cover_the_text() {
+        let content = text(40_000, 5);
+        let bytes = content.as_bytes();
+        let pieces = pieces(bytes);
+        assert!(pieces.len() > 2, "{}", pieces.len());
+        assert_eq!(pieces.first().unwrap().start, 0);
+        assert_eq!(pieces.last().unwrap().end, bytes.len());
+        for pair in pieces.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+            assert_eq!(bytes[pair[0].end - 1], b'\n');
+            assert!(bytes[pair[0].end].is_ascii_alphanumeric());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn any_framing_counts_like_one_pass(lines in 1usize..3000, seed in 0u64..9, frame in 1usize..70_000) {
+            let content = text(lines, seed);
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let got = runtime.block_on(counted(content.as_bytes(), frame, 1 << 30));
+            prop_assert_eq!(got.tokens, CONTENT_ENCODING.count(&content) as u64);
+        }
+    }
+}
