@@ -52,9 +52,19 @@ impl Drop for Server {
 
 /// A stand-in OpenAI upstream for the proxy's panels: it calls Cairn's
 /// `memory_fetch` on the first pointer it sees until a fetch result is in the
-/// conversation, then answers text; usage with cached tokens every time.
+/// conversation, then answers text; usage with cached tokens every time. The
+/// model `overloaded` gets a 529, as a provider answers under load.
 async fn start_upstream() -> String {
-    async fn answer(axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
+    async fn answer(axum::Json(body): axum::Json<Value>) -> axum::response::Response {
+        use axum::response::IntoResponse;
+        if body["model"] == "overloaded" {
+            let error = json!({"error": {"message": "overloaded", "type": "overloaded_error"}});
+            return (
+                axum::http::StatusCode::from_u16(529).unwrap(),
+                axum::Json(error),
+            )
+                .into_response();
+        }
         let text = body["messages"].to_string();
         let fetched = body["messages"]
             .as_array()
@@ -71,6 +81,7 @@ async fn start_upstream() -> String {
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 900, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 512}}}),
         )
+        .into_response()
     }
     let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -172,6 +183,14 @@ async fn drive_traffic(client: &reqwest::Client, base: &str, round: usize) {
         .await
         .unwrap();
     assert_eq!(resp.headers()["x-cairn-skipped"], "no messages");
+    // An upstream fault, passed on.
+    let resp = client
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&json!({"model": "overloaded", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 529);
     for tokens in [100, 30_000, 90_000] {
         let resp = client
             .post(format!("{base}/v1/governor"))

@@ -40,6 +40,13 @@ pub struct ProxyMetrics {
     /// upstream was unreachable, timed out, too large), `cut` (a stream ended
     /// early), `refused` (the upstream refused a retrieval round), `client_gone`.
     pub exchanges: IntCounterVec,
+    /// Upstream faults by provider and kind: the upstream answered an error
+    /// (`rate_limited` 429, `overloaded` 503/529, `client_error` other 4xx,
+    /// `server_error` other 5xx), or it failed Cairn: `unreachable`,
+    /// `timeout`, `too_large`, `stalled` (a stream silent for the idle limit),
+    /// `cut` (a stream that ended early), `round_refused` (an error to a
+    /// streamed retrieval round; in a JSON answer it is the error's status kind).
+    pub upstream_errors: IntCounterVec,
 }
 
 impl ProxyMetrics {
@@ -119,6 +126,12 @@ impl ProxyMetrics {
                 "cairn_proxy_exchanges_total",
                 "Proxied exchanges by provider and outcome (answered, upstream_error, failed, cut, refused, client_gone)",
                 &["provider", "outcome"],
+            )?,
+            upstream_errors: counters(
+                "cairn_proxy_upstream_errors_total",
+                "Upstream faults by provider and kind (rate_limited, overloaded, client_error, \
+                 server_error, unreachable, timeout, too_large, stalled, cut, round_refused)",
+                &["provider", "kind"],
             )?,
         })
     }

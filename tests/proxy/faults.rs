@@ -11,6 +11,13 @@ use serde_json::{Value, json};
 
 use super::{content_of, metrics_of, recorded, serve, upstream};
 
+/// Whether `/metrics` counts `n` upstream faults of `kind` for `provider`.
+async fn faults_counted(base: &str, provider: &str, kind: &str, n: u64) -> bool {
+    metrics_of(base).await.contains(&format!(
+        "cairn_proxy_upstream_errors_total{{kind=\"{kind}\",provider=\"{provider}\"}} {n}"
+    ))
+}
+
 fn chat(stream: bool) -> Value {
     json!({"model": "gpt-4o", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
 }
@@ -60,6 +67,10 @@ async fn a_reset_before_the_head_is_a_502_in_the_providers_shape() {
         assert!(metrics.contains(&format!(
             "cairn_proxy_in_flight{{provider=\"{provider}\"}} 0"
         )));
+        assert!(
+            faults_counted(&server.base, provider, "unreachable", 1).await,
+            "{metrics}"
+        );
     }
     let listed: Value = reqwest::get(format!("{}/v1/exchanges", server.base))
         .await
@@ -112,6 +123,8 @@ async fn rate_limits_and_overload_pass_through_without_a_retry() {
         2,
         "one upstream request each: Cairn retries nothing"
     );
+    assert!(faults_counted(&server.base, "openai", "rate_limited", 1).await);
+    assert!(faults_counted(&server.base, "anthropic", "overloaded", 1).await);
 }
 
 #[tokio::test]
@@ -135,6 +148,7 @@ async fn a_stalled_stream_ends_with_an_error_after_the_idle_limit() {
         took < Duration::from_secs(6),
         "ended after the 1 s idle limit, not the upstream's 8 s stall: {took:?}"
     );
+    assert!(faults_counted(&server.base, "openai", "stalled", 1).await);
 }
 
 #[tokio::test]
@@ -185,6 +199,7 @@ async fn an_answer_larger_than_cairn_holds_is_a_502() {
             .contains("larger"),
         "{body}"
     );
+    assert!(faults_counted(&server.base, "openai", "too_large", 1).await);
 }
 
 #[tokio::test]
@@ -244,6 +259,7 @@ async fn a_stream_cut_during_a_hidden_round_is_cut_for_the_client_and_the_pieces
     );
     let sent = recorded(&reqwest::Client::new(), &up).await;
     assert_eq!(sent.len(), 2, "the first round and the retrieval round");
+    assert!(faults_counted(&server.base, "openai", "cut", 1).await);
     // What was offloaded before the fault is still there, byte for byte.
     let http = reqwest::Client::new();
     let listed: Value = http

@@ -104,6 +104,18 @@ impl Exchange {
         self.finish_with(status.as_u16(), outcome);
     }
 
+    /// Counts an upstream fault of `kind` (see [`upstream_fault_of_status`]
+    /// and [`upstream_fault_of`]).
+    pub(super) fn upstream_fault(&self, kind: &'static str) {
+        let provider = self.endpoint.provider().name();
+        self.state
+            .metrics
+            .proxy
+            .upstream_errors
+            .with_label_values(&[provider, kind])
+            .inc();
+    }
+
     fn finish_with(&self, status: u16, outcome: &str) {
         if self
             .finished
@@ -141,5 +153,26 @@ impl Drop for Exchange {
     /// was cancelled, or its stream closed) before the answer ended.
     fn drop(&mut self) {
         self.finish_with(0, "client_gone");
+    }
+}
+
+/// The fault kind of an error status the upstream answered.
+pub(super) fn upstream_fault_of_status(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        429 => "rate_limited",
+        503 | 529 => "overloaded",
+        400..=499 => "client_error",
+        _ => "server_error",
+    }
+}
+
+/// The fault kind of an error Cairn answered for the upstream, by its code;
+/// `None` for an error that was not the upstream's.
+pub(super) fn upstream_fault_of(code: &str) -> Option<&'static str> {
+    match code {
+        "upstream_unreachable" => Some("unreachable"),
+        "upstream_timeout" => Some("timeout"),
+        "upstream_answer_too_large" => Some("too_large"),
+        _ => None,
     }
 }

@@ -304,8 +304,16 @@ async fn exchange(
         Ok(response) if response.status().is_success() => {
             exchange.finish(response.status(), "answered");
         }
-        Ok(response) => exchange.finish(response.status(), "upstream_error"),
-        Err(e) => exchange.finish(e.status(), &format!("failed: {}", e.message())),
+        Ok(response) => {
+            exchange.upstream_fault(ledger::upstream_fault_of_status(response.status()));
+            exchange.finish(response.status(), "upstream_error");
+        }
+        Err(e) => {
+            if let Some(kind) = ledger::upstream_fault_of(e.code()) {
+                exchange.upstream_fault(kind);
+            }
+            exchange.finish(e.status(), &format!("failed: {}", e.message()));
+        }
     }
     answered
 }

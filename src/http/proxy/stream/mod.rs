@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::answer::respond;
+use super::ledger::{upstream_fault_of, upstream_fault_of_status};
 use super::{Exchange, upstream};
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::sse::Parser;
@@ -42,6 +43,9 @@ pub async fn run(x: Exchange, body: Spliced, wants_usage: bool) -> Result<Respon
     let first = match x.send(bytes).await {
         Ok(first) => first,
         Err(e) => {
+            if let Some(kind) = upstream_fault_of(e.code()) {
+                x.upstream_fault(kind);
+            }
             x.finish(e.status(), &format!("failed: {}", e.message()));
             return Err(e);
         }
@@ -60,6 +64,7 @@ pub async fn run(x: Exchange, body: Spliced, wants_usage: bool) -> Result<Respon
         let outcome = if status.is_success() {
             "answered"
         } else {
+            x.upstream_fault(upstream_fault_of_status(status));
             "upstream_error"
         };
         x.finish(status, outcome);
@@ -147,7 +152,7 @@ impl Rounds {
                 wire::of(endpoint).continue_with(body, &answer.message, &results);
             });
             if next.is_err() {
-                return self.cut("cannot write the next round").await;
+                return self.cut(None, "cannot write the next round").await;
             }
             self.filter.next_round();
             rounds += 1;
@@ -158,7 +163,7 @@ impl Rounds {
             match next {
                 Ok(next) if next.status().is_success() => response = next,
                 Ok(next) => return self.refused(next).await,
-                Err(e) => return self.cut(e.message()).await,
+                Err(e) => return self.cut(upstream_fault_of(e.code()), e.message()).await,
             }
         }
     }
@@ -176,8 +181,11 @@ impl Rounds {
                 Ok(Some(Ok(chunk))) => {
                     let events = parser.push(&chunk);
                     if parser.pending() > MAX_EVENT_BYTES {
-                        self.cut("an upstream event is larger than Cairn holds")
-                            .await;
+                        self.cut(
+                            Some("too_large"),
+                            "an upstream event is larger than Cairn holds",
+                        )
+                        .await;
                         return None;
                     }
                     for event in events {
@@ -189,12 +197,13 @@ impl Rounds {
                     }
                 }
                 Ok(Some(Err(e))) => {
-                    self.cut(&e.to_string()).await;
+                    self.cut(Some("cut"), &e.to_string()).await;
                     return None;
                 }
                 Ok(None) => break,
                 Err(_) => {
-                    self.cut("the upstream stream went silent").await;
+                    self.cut(Some("stalled"), "the upstream stream went silent")
+                        .await;
                     return None;
                 }
             }
@@ -202,8 +211,11 @@ impl Rounds {
         match self.filter.round_answer() {
             Some(answer) if !parser.has_partial() => Some(answer),
             _ => {
-                self.cut("the upstream stream ended before the answer did")
-                    .await;
+                self.cut(
+                    Some("cut"),
+                    "the upstream stream ended before the answer did",
+                )
+                .await;
                 None
             }
         }
@@ -240,14 +252,19 @@ impl Rounds {
         let message = format!("upstream refused Cairn's retrieval round: {message}");
         let event = self.filter.error_event(status.as_u16(), &message);
         self.x.record_latency(self.waited);
+        self.x.upstream_fault("round_refused");
         self.x
             .finish(StatusCode::OK, &format!("refused: {message}"));
         self.send(event.raw).await;
     }
 
-    /// Ends the client's stream with an error: never a clean end.
-    async fn cut(&self, why: &str) {
+    /// Ends the client's stream with an error: never a clean end. `fault`:
+    /// the upstream's fault it was, if any.
+    async fn cut(&self, fault: Option<&'static str>, why: &str) {
         tracing::warn!(reason = why, "proxied stream cut");
+        if let Some(kind) = fault {
+            self.x.upstream_fault(kind);
+        }
         self.x.record_latency(self.waited);
         self.x.finish(StatusCode::OK, &format!("cut: {why}"));
         let _ = self
