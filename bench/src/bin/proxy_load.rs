@@ -12,9 +12,10 @@
 //! stand-in's delay before the first round's head; for a JSON turn, the
 //! client's whole latency minus every round's time inside the stand-in.
 //!
-//! `cargo build --release -p cairn && cargo run --release -p cairn-bench --bin proxy_load -- [--conversations 200] [--turns 3] [--minutes 0]`
+//! `cargo build --release -p cairn && cargo run --release -p cairn-bench --bin proxy_load -- [--conversations 200] [--turns 3] [--minutes 0] [--rest 0]`
 //! (`--minutes N`: keep conversations going for N minutes, a soak; RSS is
-//! sampled every second and its slope reported). Writes its section of
+//! sampled every second and its slope reported; `--rest N`: N REST clients
+//! put, read, search and grep beside the proxied load). Writes its section of
 //! bench/REPORT.md between `<!-- proxy_load -->` markers.
 
 #![allow(dead_code)]
@@ -57,6 +58,12 @@ struct Args {
     /// The Cairn binary.
     #[arg(long, default_value = "target/release/cairn")]
     cairn: String,
+    /// REST clients beside the proxied conversations (through Cairn only):
+    /// each, until the load ends, puts a new ~20 KB memory, reads a line
+    /// slice of it, searches one of its words and greps it, then rests
+    /// 250 ms.
+    #[arg(long, default_value_t = 0)]
+    rest: usize,
 }
 
 /// What the stand-in spent on each turn: the delay before its first round's
@@ -136,6 +143,9 @@ struct Run {
     rounds: Vec<usize>,
     /// (seconds since start, RSS KiB) samples of Cairn.
     rss: Vec<(f64, u64)>,
+    /// REST calls made beside the load, their latencies and failures.
+    rest: Vec<Duration>,
+    rest_errors: Vec<String>,
     elapsed: Duration,
 }
 
@@ -178,6 +188,18 @@ async fn run_load(
             })
         })
         .collect();
+    let rest: Vec<_> = if pid.is_some() {
+        (0..args.rest)
+            .map(|r| {
+                let client = client.clone();
+                let base = base.to_owned();
+                let done = done.clone();
+                tokio::spawn(async move { rest_client(&client, &base, r, &done).await })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut run = Run::default();
     let mut outcomes = Vec::new();
     for task in tasks {
@@ -185,6 +207,11 @@ async fn run_load(
     }
     run.elapsed = started.elapsed();
     done.store(true, std::sync::atomic::Ordering::Relaxed);
+    for task in rest {
+        let (latencies, errors) = task.await?;
+        run.rest.extend(latencies);
+        run.rest_errors.extend(errors);
+    }
     if let Some(sampler) = sampler {
         run.rss = sampler.await?;
     }
@@ -311,6 +338,74 @@ async fn one_turn(
         },
         "done".to_owned(),
     ))
+}
+
+/// A REST client beside the proxied load, until `done`: put a new memory,
+/// read lines 10–30 of it, search one of its words, grep it; rest 250 ms.
+async fn rest_client(
+    client: &reqwest::Client,
+    base: &str,
+    r: usize,
+    done: &std::sync::atomic::AtomicBool,
+) -> (Vec<Duration>, Vec<String>) {
+    let (mut latencies, mut errors) = (Vec::new(), Vec::new());
+    let mut i = 0usize;
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        let word = format!("restword{r}x{i}");
+        let content: String = (0..400)
+            .map(|l| {
+                format!(
+                    "{word} line {l}: GET /api/items/{l} 200 in {} ms\n",
+                    (l * 7 + i) % 97
+                )
+            })
+            .collect();
+        let mut call = async |request: reqwest::RequestBuilder| {
+            let started = Instant::now();
+            let answer = request
+                .header("authorization", "Bearer sk-load")
+                .send()
+                .await;
+            let result = match answer {
+                Ok(answer) if answer.status().is_success() => answer
+                    .json::<Value>()
+                    .await
+                    .map_err(|e| format!("body: {e}")),
+                Ok(answer) => Err(format!("{}", answer.status())),
+                Err(e) => Err(format!("send: {e}")),
+            };
+            latencies.push(started.elapsed());
+            result
+        };
+        let put = call(
+            client
+                .post(format!("{base}/memories?type=TOOL_OUTPUT"))
+                .header("content-type", "text/plain")
+                .body(content),
+        )
+        .await;
+        match put
+            .as_ref()
+            .ok()
+            .and_then(|v| v["id"].as_str().map(str::to_owned))
+        {
+            Some(id) => {
+                for request in [
+                    client.get(format!("{base}/memories/{id}/lines?start=10&end=30")),
+                    client.get(format!("{base}/search?q={word}")),
+                    client.get(format!("{base}/memories/{id}/grep?pattern=line%2012")),
+                ] {
+                    if let Err(e) = call(request).await {
+                        errors.push(e);
+                    }
+                }
+            }
+            None => errors.push(put.err().unwrap_or_else(|| "put without an id".into())),
+        }
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    (latencies, errors)
 }
 
 /// A new ~50 KB tool output: build log lines unique to the conversation and turn.
@@ -507,14 +602,23 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
     };
     out.push_str(&format!("<!-- {} -->\n## {title}\n\n", marker(args)));
     out.push_str(&format!(
-        "`cargo run --release -p cairn-bench --bin proxy_load -- --conversations {} --turns {}{}{}` — {} conversations at once (starting over 2 s, half streamed), each turn a new 50 KB tool result that Cairn offloads and a `memory_fetch` round it resolves{}; the stand-in answers after 300 ms–2 s and streams over ~1 s. Cairn: the release binary, SQLite, this 2-core machine.\n\n",
+        "`cargo run --release -p cairn-bench --bin proxy_load -- --conversations {} --turns {}{}{}{}` — {} conversations at once (starting over 2 s, half streamed), each turn a new 50 KB tool result that Cairn offloads and a `memory_fetch` round it resolves{}{}; the stand-in answers after 300 ms–2 s and streams over ~1 s. Cairn: the release binary, SQLite, this 2-core machine.\n\n",
         args.conversations,
         args.turns,
         if args.minutes > 0 { format!(" --minutes {}", args.minutes) } else { String::new() },
         if args.skip_direct { " --skip-direct" } else { "" },
+        if args.rest > 0 { format!(" --rest {}", args.rest) } else { String::new() },
         args.conversations,
         if args.minutes > 0 {
             format!(", a new conversation every {} turns, for {} minutes", args.turns, args.minutes)
+        } else {
+            String::new()
+        },
+        if args.rest > 0 {
+            format!(
+                "; beside them {} REST clients each put a new ~20 KB memory, read a line slice of it, search one of its words and grep it, then rest 250 ms",
+                args.rest
+            )
         } else {
             String::new()
         }
@@ -587,6 +691,18 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
             marks.join(" · ")
         ));
     }
+    if args.rest > 0 {
+        out.push_str(&format!(
+            "| REST calls beside it (put, lines, search, grep) / errors | — | {} / {} | no error |\n",
+            through.rest.len(),
+            through.rest_errors.len()
+        ));
+        out.push_str(&format!(
+            "| REST call latency, p50 / p99 | — | {:.1} / {:.1} ms | — |\n",
+            percentile(&through.rest, 0.5),
+            percentile(&through.rest, 0.99)
+        ));
+    }
     out.push_str(&format!(
         "| wall time | {} | {:.1} s | — |\n",
         direct_cell(format!("{:.1} s", direct.elapsed.as_secs_f64())),
@@ -594,6 +710,9 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
     ));
     if let Some(e) = through.errors.first() {
         out.push_str(&format!("\nFirst error through Cairn: `{e}`\n"));
+    }
+    if let Some(e) = through.rest_errors.first() {
+        out.push_str(&format!("\nFirst REST error: `{e}`\n"));
     }
     out.push_str(&format!("<!-- /{} -->\n", marker(args)));
     out
