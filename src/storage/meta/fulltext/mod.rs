@@ -44,6 +44,12 @@ pub(crate) const COMMIT_EVERY: Duration = Duration::from_secs(1);
 const COMMIT_OBJECTS: usize = 1024;
 /// The writer's indexing memory (tantivy flushes a segment when it is full).
 const WRITER_MEMORY: usize = 64 << 20;
+/// Segments of up to this many documents (frames) share the merge policy's
+/// lowest level. tantivy's default, 10,000, keeps a segment on that level
+/// until it holds 10,000 frames, so while it grows it is rewritten each time
+/// seven new segments join it — and each put that empties the indexer's
+/// queue makes one (bench/REPORT.md, "LLM proxy soak").
+const MIN_LAYER_DOCS: u32 = 1_000;
 
 /// One matching frame: its object, its index, its BM25 score (higher is better).
 #[derive(Clone, Debug, PartialEq)]
@@ -233,11 +239,14 @@ impl FullText {
     fn writer(&self) -> Result<MutexGuard<'_, Option<IndexWriter>>, StorageError> {
         let mut writer = lock(&self.writer);
         if writer.is_none() {
-            *writer = Some(
-                self.index
-                    .writer_with_num_threads(1, WRITER_MEMORY)
-                    .map_err(failed)?,
-            );
+            let opened = self
+                .index
+                .writer_with_num_threads(1, WRITER_MEMORY)
+                .map_err(failed)?;
+            let mut policy = tantivy::indexer::LogMergePolicy::default();
+            policy.set_min_layer_size(MIN_LAYER_DOCS);
+            opened.set_merge_policy(Box::new(policy));
+            *writer = Some(opened);
         }
         Ok(writer)
     }
