@@ -31,10 +31,6 @@ use crate::storage::meta::MetaStore;
 use crate::storage::meta::postgres::PgMetaStore;
 use crate::storage::meta::sqlite::SqliteMetaStore;
 
-/// Bytes of object records (frame indexes, inline data) this process keeps
-/// in memory, so that paging through a memory reads its record once.
-const OBJECT_RECORD_CACHE_BYTES: u64 = 32 << 20;
-
 /// A built application: its state and the background work to stop with it.
 pub struct App {
     /// Shared state for the router.
@@ -129,7 +125,7 @@ impl App {
         )))
         .with_objects(Arc::new(LocalObjectCache::new(
             meta.clone(),
-            OBJECT_RECORD_CACHE_BYTES,
+            config.object_cache_bytes,
             metrics.clone(),
         )))
         .with_metrics(metrics.clone());
@@ -178,6 +174,7 @@ impl App {
                     Duration::from_secs(config.exchanges_keep_days.saturating_mul(86_400))
                 }),
             )
+            .with_thread_cache(config.exchanges_cache_bytes)
             .with_redaction(config.redact)
             .enabled(config.exchanges),
         );
@@ -393,11 +390,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
     }
     tracing::info!("closing the stores");
-    tokio::time::timeout(Duration::from_secs(30), app.shutdown())
+    tokio::time::timeout(CLOSE_STORES_WITHIN, app.shutdown())
         .await
         .ok();
     Ok(())
 }
+
+/// Longest Cairn waits at shutdown for its stores to write what they hold
+/// (read statistics, the ledger, the index) and close.
+const CLOSE_STORES_WITHIN: Duration = Duration::from_secs(30);
 
 async fn shutdown_signal() {
     let ctrl_c = async {

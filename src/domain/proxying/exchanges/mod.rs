@@ -31,7 +31,8 @@ mod trace;
 pub use cost::Counterfactual;
 pub use trace::{Ended, Started, Trace};
 
-/// Request bodies the ledger holds in memory to store the next one as a delta.
+/// Request bodies the ledger holds in memory to store the next one as a
+/// delta, unless configured ([`ExchangeLedger::with_thread_cache`]).
 const THREAD_BYTES: u64 = 64 << 20;
 
 /// Longest a read waits for exchanges being settled.
@@ -206,6 +207,15 @@ impl ExchangeLedger {
             last_expiry: AtomicI64::new(0),
             settling: AtomicUsize::new(0),
         }
+    }
+
+    /// Holds at most `bytes` of request bodies in memory, so that a thread's
+    /// next request is stored as what it appended (a thread whose last body
+    /// was evicted stores its next one whole).
+    #[must_use]
+    pub fn with_thread_cache(mut self, bytes: u64) -> Self {
+        self.threads = threads::Threads::new(bytes);
+        self
     }
 
     /// Replaces secrets in the bodies it stores, as [`crate::domain::memories::Memories`]
