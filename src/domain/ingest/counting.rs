@@ -16,7 +16,8 @@ use tokio::task::JoinHandle;
 use crate::domain::DomainError;
 use crate::domain::tokens::stream::{CONTENT_ENCODING, ContentTokens, last_safe_cut};
 
-/// Smallest piece counted on its own: smaller ones are not worth a hand-off.
+/// Smallest piece counted on its own: smaller ones are not worth a hand-off
+/// (and content under two pieces is counted once, at the end).
 const PIECE_BYTES: usize = 128 << 10;
 
 /// Counts under way for one upload.
@@ -60,6 +61,11 @@ impl Counting {
             joined.extend_from_slice(frame);
             Bytes::from(joined)
         };
+        // Small contents wait for the end: one count, as before the pieces.
+        if text.len() < 2 * PIECE_BYTES {
+            self.carry = text.to_vec();
+            return;
+        }
         let Some(cut) = last_safe_cut(&text) else {
             self.carry = text.to_vec();
             return;
