@@ -54,20 +54,21 @@ impl Counting {
         let Some(parts) = &mut self.parts else {
             return;
         };
-        let text = if self.carry.is_empty() {
+        // The carry grows by appending (no copy of what it holds), so a long
+        // stretch without a safe cut, or many small frames, stays linear.
+        let text = if self.carry.is_empty() && frame.len() >= 2 * PIECE_BYTES {
             frame.clone()
         } else {
-            let mut joined = std::mem::take(&mut self.carry);
-            joined.extend_from_slice(frame);
-            Bytes::from(joined)
+            self.carry.extend_from_slice(frame);
+            // Small contents wait for the end: one count, as before the pieces.
+            if self.carry.len() < 2 * PIECE_BYTES {
+                return;
+            }
+            Bytes::from(std::mem::take(&mut self.carry))
         };
-        // Small contents wait for the end: one count, as before the pieces.
-        if text.len() < 2 * PIECE_BYTES {
-            self.carry = text.to_vec();
-            return;
-        }
         let Some(cut) = last_safe_cut(&text) else {
-            self.carry = text.to_vec();
+            // Back to the carry; a Bytes made from the carry gives its buffer back.
+            self.carry = Vec::from(text);
             return;
         };
         for piece in pieces(&text[..cut]) {
@@ -186,6 +187,15 @@ mod tests {
         binary[5000] = 0xff;
         let not_text = counted(&binary, 700, 1 << 20).await;
         assert_eq!(not_text, ContentTokens::estimated(binary.len() as u64));
+    }
+
+    #[tokio::test]
+    async fn tiny_frames_of_one_long_line_count_like_one_pass() {
+        // No safe cut anywhere: everything waits in the carry, appended to.
+        let line = "{\"k\": [1, 2, 3], \"name\": \"x/y\"}, ".repeat(20_000);
+        assert!(line.len() > 600 << 10);
+        let got = counted(line.as_bytes(), 64, 8 << 20).await;
+        assert_eq!(got.tokens, CONTENT_ENCODING.count(&line) as u64);
     }
 
     #[test]
