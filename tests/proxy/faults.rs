@@ -213,18 +213,7 @@ async fn a_client_that_goes_away_mid_stream_cancels_the_upstream_request() {
     assert!(first.is_some());
     drop(answer);
     let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(8);
-    loop {
-        let sent = recorded(&http, &up).await;
-        if sent.last().is_some_and(|r| r["cancelled"] == true) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the upstream kept streaming to nobody: {sent:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_cancelled(&http, &up).await;
     // The exchange ended as the client's leaving; nothing is left in flight.
     let deadline = Instant::now() + Duration::from_secs(8);
     loop {
@@ -275,6 +264,22 @@ async fn a_stream_cut_during_a_hidden_round_is_cut_for_the_client_and_the_pieces
     assert_eq!(content, big);
 }
 
+/// Waits (8 s at most) until the stand-in saw its last request's reader go.
+async fn wait_cancelled(http: &reqwest::Client, up: &super::Upstream) {
+    let deadline = Instant::now() + Duration::from_secs(8);
+    loop {
+        let sent = recorded(http, up).await;
+        if sent.last().is_some_and(|r| r["cancelled"] == true) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the upstream kept streaming to nobody: {sent:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Bytes the stand-in has handed to its socket in the `flood` scenario so far.
 async fn flooded(http: &reqwest::Client, up: &super::Upstream) -> u64 {
     let sent = recorded(http, up).await;
@@ -314,12 +319,5 @@ async fn a_slow_reader_holds_the_upstream_back_instead_of_filling_cairns_memory(
     assert!(flowing > held, "{held} then {flowing}");
     // And leaving cancels it.
     drop(answer);
-    let deadline = Instant::now() + Duration::from_secs(8);
-    while recorded(&http, &up).await.last().unwrap()["cancelled"] != true {
-        assert!(
-            Instant::now() < deadline,
-            "the upstream kept flooding nobody"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_cancelled(&http, &up).await;
 }
