@@ -21,12 +21,11 @@ USER cairn:cairn
 WORKDIR /var/lib/cairn
 # Listening beyond loopback needs API keys (CAIRN_API_KEYS=key:namespace,...)
 # or an explicit CAIRN_INSECURE_NO_AUTH=true.
-# MALLOC_ARENA_MAX=2: glibc's per-thread arenas otherwise keep ~160 MiB more
-# after a proxy load peak (bench/REPORT.md, "LLM proxy under load").
+# Memory: Cairn allocates with jemalloc, configured by .cargo/config.toml at
+# build time (README "Memory"); the caches' bounds are CAIRN_*_CACHE_BYTES.
 ENV CAIRN_LISTEN=0.0.0.0:8077 \
     CAIRN_DATA_DIR=/var/lib/cairn/data \
-    CAIRN_LOG_FORMAT=json \
-    MALLOC_ARENA_MAX=2
+    CAIRN_LOG_FORMAT=json
 VOLUME ["/var/lib/cairn/data"]
 EXPOSE 8077
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \

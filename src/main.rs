@@ -3,6 +3,9 @@
 use cairn::config::{Cli, Command, Config};
 use clap::Parser;
 
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();

@@ -43,7 +43,7 @@ pub(crate) const COMMIT_EVERY: Duration = Duration::from_secs(1);
 /// Objects that make a commit due at once.
 const COMMIT_OBJECTS: usize = 1024;
 /// The writer's indexing memory (tantivy flushes a segment when it is full).
-const WRITER_MEMORY: usize = 64 << 20;
+const WRITER_MEMORY: usize = 32 << 20;
 /// Segments of up to this many documents (frames) share the merge policy's
 /// lowest level. tantivy's default, 10,000, keeps a segment on that level
 /// until it holds 10,000 frames, so while it grows it is rewritten each time
