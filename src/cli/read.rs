@@ -56,10 +56,10 @@ pub struct Filters {
     /// Directory.
     #[arg(long)]
     directory: Option<String>,
-    /// Created at or after (RFC 3339 or Unix ms).
+    /// Created at or after (RFC 3339 or Unix seconds).
     #[arg(long)]
     since: Option<String>,
-    /// Created before.
+    /// Created before (RFC 3339 or Unix seconds).
     #[arg(long)]
     until: Option<String>,
     /// Most results.

@@ -128,6 +128,15 @@ fn mismatches(doc: &Value, schema: &Value, value: &Value, at: &str, out: &mut Ve
             return;
         }
     }
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(one) => vec![one.as_str()],
+        Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if !types.is_empty() && !types.iter().any(|t| is_of_type(t, value)) {
+        out.push(format!("{at}: {value} is not of type {}", schema["type"]));
+        return;
+    }
     match value {
         Value::Object(map) if schema["properties"].is_object() => {
             let properties = schema["properties"].as_object().unwrap();
@@ -153,6 +162,20 @@ fn mismatches(doc: &Value, schema: &Value, value: &Value, at: &str, out: &mut Ve
     }
 }
 
+/// Whether `value` is of JSON Schema type `name`.
+fn is_of_type(name: &str, value: &Value) -> bool {
+    match name {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        _ => true,
+    }
+}
+
 #[tokio::test]
 async fn live_answers_fit_the_schemas_their_operations_document() {
     let app = spawn_app().await;
@@ -167,6 +190,8 @@ async fn live_answers_fit_the_schemas_their_operations_document() {
         .await;
     let id = put.json()["id"].as_str().unwrap().to_owned();
     let json = Some("application/json");
+    // A jq program's outputs are any JSON values, numbers among them.
+    let numbers = app.put_id("[1, 2.5, 3]").await;
     let answers = [
         ("/v1/memories", "post", "201", put),
         ("/v1/stats", "get", "200", app.get("/v1/stats").await),
@@ -195,6 +220,13 @@ async fn live_answers_fit_the_schemas_their_operations_document() {
             "get",
             "422",
             app.get(&format!("/v1/memories/{id}/query?jq=length")).await,
+        ),
+        (
+            "/v1/memories/{id}/query",
+            "get",
+            "200",
+            app.get(&format!("/v1/memories/{numbers}/query?jq=.%5B%5D"))
+                .await,
         ),
         (
             "/v1/grep",

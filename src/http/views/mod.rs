@@ -401,7 +401,7 @@ pub struct QueryView {
     /// The memory.
     pub id: String,
     /// Every value the program output, in order (objects keep their key order).
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<Value>)]
     pub results: Vec<Box<serde_json::value::RawValue>>,
     /// True when the output caps (1,000 values, `max_slice_bytes` of JSON) stopped the program.
     pub truncated: bool,
