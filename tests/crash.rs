@@ -3,48 +3,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+#[path = "common/served.rs"]
+mod served;
 
-fn start(data: &Path, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(data)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
+use served::free_port;
 
-async fn wait_ready(client: &reqwest::Client, base: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
-            && r.status().is_success()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("server did not become ready");
-}
+/// How long a start or a restart may take.
+const READY_WITHIN: Duration = Duration::from_secs(30);
 
 /// Content `n`: small (inline), medium (compressed inline) or large (blob file).
 fn content(n: usize) -> Vec<u8> {
@@ -70,8 +38,8 @@ async fn puts_acknowledged_before_a_sigkill_survive_it() {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let mut server = start(dir.path(), port);
-    wait_ready(&client, &base).await;
+    let mut server = served::serve(dir.path(), port).spawn().unwrap();
+    served::wait_ready(&client, &base, READY_WITHIN).await;
 
     let acknowledged: Arc<Mutex<Vec<(String, usize)>>> = Arc::default();
     let mut workers = Vec::new();
@@ -122,8 +90,8 @@ async fn puts_acknowledged_before_a_sigkill_survive_it() {
 
     // A leftover such as a crash leaves; start-up must remove it.
     std::fs::write(dir.path().join("tmp").join("put-leftover"), b"partial").unwrap();
-    let mut server = start(dir.path(), port);
-    wait_ready(&client, &base).await;
+    let mut server = served::serve(dir.path(), port).spawn().unwrap();
+    served::wait_ready(&client, &base, READY_WITHIN).await;
     let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("tmp")).unwrap().collect();
     assert!(
         leftovers.is_empty(),

@@ -12,9 +12,13 @@ use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "common/served.rs"]
+mod served;
+
 use cairn::app::App;
 use cairn::config::Config;
 use serde_json::{Value, json};
+use served::free_port;
 
 const DASHBOARD: &str = include_str!("../docker/grafana/dashboards/cairn.json");
 
@@ -252,14 +256,6 @@ impl Drop for Prometheus {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn start_prometheus(dir: &std::path::Path, target_port: u16) -> Prometheus {

@@ -21,6 +21,8 @@ mod faults;
 mod ledger;
 #[path = "proxy/limits.rs"]
 mod limits;
+#[path = "common/served.rs"]
+mod served;
 #[path = "proxy/shutdown.rs"]
 mod shutdown;
 

@@ -3,21 +3,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[path = "common/fakes.rs"]
 #[allow(dead_code)] // shared with the API tests
 mod fakes;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+#[path = "common/served.rs"]
+mod served;
+
+use served::free_port;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_put_to_the_server_never_reach_its_logs() {
@@ -25,31 +20,14 @@ async fn secrets_put_to_the_server_never_reach_its_logs() {
     let log_path = dir.path().join("server.log");
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.path().join("data"))
+    let mut server = served::serve(&dir.path().join("data"), port)
         .env("RUST_LOG", "trace")
         .env("CAIRN_LOG_FORMAT", "json")
-        .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();
     let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
-            && r.status().is_success()
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "server did not become ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    served::wait_ready(&client, &base, Duration::from_secs(30)).await;
 
     let fakes = fakes::fakes(7);
     let text: String = fakes.iter().map(|f| format!("{}\n", f.line)).collect();

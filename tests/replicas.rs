@@ -11,22 +11,16 @@
 
 #[path = "common/backends.rs"]
 mod backends;
+#[path = "common/served.rs"]
+mod served;
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use backends::{Backends, S3Bucket, Selection};
 use serde_json::Value;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use served::free_port;
 
 /// One `cairn serve` process, killed when dropped.
 struct Replica {
@@ -86,15 +80,8 @@ impl Drop for Replica {
 
 /// `cairn serve` on `port` over `data`, with the shared services of `config`.
 fn command(data: &Path, port: u16, config: &cairn::config::Config) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    let mut command = served::serve(data, port);
     command
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(data)
         .env(
             "CAIRN_DATABASE_URL",
             config.database_url.as_deref().unwrap(),
@@ -103,10 +90,7 @@ fn command(data: &Path, port: u16, config: &cairn::config::Config) -> Command {
         .env("CAIRN_REDIS_URL", config.redis_url.as_deref().unwrap())
         .env("CAIRN_REDIS_PREFIX", &config.redis_prefix)
         // Random test content could look like a secret; this tests sharing.
-        .env("CAIRN_REDACT", "false")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
+        .env("CAIRN_REDACT", "false");
     command
 }
 

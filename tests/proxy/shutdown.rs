@@ -3,12 +3,12 @@
 //! (`CAIRN_SHUTDOWN_GRACE_SECS`), and cuts it when the grace runs out, so
 //! that Cairn always exits.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::upstream;
+use super::{served, upstream};
 
 /// The `cairn` binary serving the proxy in front of `upstream_url`.
 struct Binary {
@@ -26,33 +26,14 @@ impl Drop for Binary {
 
 async fn start(upstream_url: &str, grace_secs: u64) -> Binary {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(dir.path())
+    let port = served::free_port();
+    let child = served::serve(dir.path(), port)
         .args(["--upstream-openai-url", &format!("{upstream_url}/v1")])
         .args(["--shutdown-grace-secs", &grace_secs.to_string()])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(r) = reqwest::get(format!("{base}/readyz")).await
-            && r.status().is_success()
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "cairn did not become ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    served::wait_ready(&reqwest::Client::new(), &base, Duration::from_secs(30)).await;
     Binary {
         child,
         base,

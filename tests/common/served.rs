@@ -1,0 +1,49 @@
+//! The real `cairn serve` binary in a test: a free loopback port, the
+//! command that serves a data directory on it, and the wait until it is
+//! ready. Each test adds its own settings to the command.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A loopback port that was free when asked.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `cairn serve` on `port` over `data`: warnings on stderr, stdout dropped.
+pub fn serve(data: &Path, port: u16) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(data)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    command
+}
+
+/// Waits until `{base}/readyz` answers 200; panics after `within`.
+pub async fn wait_ready(client: &reqwest::Client, base: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
+            && r.status().is_success()
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cairn at {base} was not ready within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
