@@ -1,7 +1,7 @@
 //! The embedded full-text index (tantivy): one document per frame of an
 //! object, with the object's hash, the frame's index, a number ordering
 //! the hashes ([`hash_key`], to break ties in score) and how the frame's
-//! lines stand in its text ([`FrameLines`], for grep) as fast fields.
+//! lines stand in its text ([`FrameLines`](super::FrameLines), for grep) as fast fields.
 //!
 //! It holds no namespace: a search ranks frames here and keeps the
 //! caller's memories among them (see `sql/search.rs`). Objects are added
@@ -18,21 +18,23 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
-use tantivy::directory::MmapDirectory;
+use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
 use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
-use tantivy::schema::{
-    FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
-};
+use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{
     DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
 };
 
 use self::columns::Columns;
+use self::fields::{
+    KEY, LINES, PAIRS, STARTS_LINE, WHOLE_LINES, hash_key, line_bits, open_dir, schema,
+};
 use super::expression::Expr;
-use super::{FrameBatch, FrameLines, IndexedFrame};
+use super::{FrameBatch, IndexedFrame};
 use crate::storage::StorageError;
 
 mod columns;
+mod fields;
 mod frame_words;
 mod pairs;
 mod translate;
@@ -42,6 +44,13 @@ mod words;
 pub(crate) const COMMIT_EVERY: Duration = Duration::from_secs(1);
 /// Objects that make a commit due at once.
 const COMMIT_OBJECTS: usize = 1024;
+/// Text added since the last commit that makes a commit due. The writer's
+/// queue holds each added frame's text (twice: words and pairs) until its
+/// thread takes it, up to 10,000 frames, and a commit waits for the queue:
+/// without this bound, a 1 GiB memory queued ~2 GB while it was indexed.
+const COMMIT_TEXT: usize = 32 << 20;
+/// Merges run at once (tantivy's default is 4, on a machine of any size).
+const MERGE_THREADS: usize = 2;
 /// The writer's indexing memory (tantivy flushes a segment when it is full).
 const WRITER_MEMORY: usize = 32 << 20;
 /// Segments of up to this many documents (frames) share the merge policy's
@@ -86,94 +95,14 @@ struct Uncommitted {
     removed: HashSet<String>,
     /// Anything added or deleted.
     dirty: bool,
+    /// Text bytes added.
+    text: usize,
     last_commit: Instant,
 }
 
 /// A tantivy failure as a storage error.
 pub(super) fn failed(e: tantivy::TantivyError) -> StorageError {
     StorageError::Database(format!("full-text index: {e}"))
-}
-
-fn schema() -> (Schema, Field, Field, Field) {
-    let mut builder = Schema::builder();
-    let body = builder.add_text_field(
-        "body",
-        TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default()
-                .set_tokenizer(words::NAME)
-                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-        ),
-    );
-    builder.add_text_field(
-        PAIRS,
-        TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default()
-                .set_tokenizer(pairs::NAME)
-                .set_index_option(IndexRecordOption::WithFreqs),
-        ),
-    );
-
-    let hash = builder.add_text_field("hash", STRING | FAST);
-    let idx = builder.add_u64_field("idx", FAST);
-    builder.add_u64_field(KEY, FAST);
-    builder.add_u64_field(LINES, FAST);
-    (builder.build(), body, hash, idx)
-}
-
-/// Opens (creating) the index in `dir`, and whether it was created now;
-/// `None` when the index there has another schema.
-fn open_dir(dir: &Path, schema: Schema) -> Result<Option<(Index, bool)>, StorageError> {
-    std::fs::create_dir_all(dir)?;
-    let directory = MmapDirectory::open(dir).map_err(|e| {
-        StorageError::Database(format!(
-            "cannot open the full-text index at {}: {e}",
-            dir.display()
-        ))
-    })?;
-    let created = !Index::exists(&directory)
-        .map_err(|e| StorageError::Database(format!("cannot read the full-text index: {e}")))?;
-    match Index::open_or_create(directory, schema) {
-        Ok(index) => Ok(Some((index, created))),
-        Err(tantivy::TantivyError::SchemaError(_)) => Ok(None),
-        Err(e) => Err(failed(e)),
-    }
-}
-
-/// The fast field ordering documents by their object's hash ([`hash_key`]).
-const KEY: &str = "key";
-/// The field of the body's common-word pairs (see [`pairs`]).
-const PAIRS: &str = "pairs";
-/// The fast field holding a frame's [`FrameLines`] as bits.
-const LINES: &str = "lines";
-/// [`FrameLines::starts_line`]'s bit.
-const STARTS_LINE: u64 = 1;
-/// [`FrameLines::whole_lines`]'s bit.
-const WHOLE_LINES: u64 = 2;
-
-fn line_bits(lines: FrameLines) -> u64 {
-    (if lines.starts_line { STARTS_LINE } else { 0 })
-        | (if lines.whole_lines { WHOLE_LINES } else { 0 })
-}
-
-/// A number that orders hashes as their text does (ties aside): the first
-/// 16 hex digits of a SHA-256 hash, or the first 8 bytes of anything else.
-fn hash_key(hash: &str) -> u64 {
-    match hash.get(..16).map(|head| u64::from_str_radix(head, 16)) {
-        Some(Ok(key))
-            if hash
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) =>
-        {
-            key
-        }
-        _ => {
-            let mut bytes = [0u8; 8];
-            for (to, from) in bytes.iter_mut().zip(hash.bytes()) {
-                *to = from;
-            }
-            u64::from_be_bytes(bytes)
-        }
-    }
 }
 
 impl FullText {
@@ -228,6 +157,7 @@ impl FullText {
                     done: Vec::new(),
                     removed: HashSet::new(),
                     dirty: false,
+                    text: 0,
                     last_commit: Instant::now(),
                 }),
             },
@@ -239,11 +169,13 @@ impl FullText {
     fn writer(&self) -> Result<MutexGuard<'_, Option<IndexWriter>>, StorageError> {
         let mut writer = lock(&self.writer);
         if writer.is_none() {
-            let opened = self
-                .index
-                .writer_with_num_threads(1, WRITER_MEMORY)
-                .map_err(failed)?;
-            let mut policy = tantivy::indexer::LogMergePolicy::default();
+            let options = IndexWriterOptions::builder()
+                .num_worker_threads(1)
+                .memory_budget_per_thread(WRITER_MEMORY)
+                .num_merge_threads(MERGE_THREADS)
+                .build();
+            let opened = self.index.writer_with_options(options).map_err(failed)?;
+            let mut policy = LogMergePolicy::default();
             policy.set_min_layer_size(MIN_LAYER_DOCS);
             opened.set_merge_policy(Box::new(policy));
             *writer = Some(opened);
@@ -259,7 +191,9 @@ impl FullText {
         if batch.first {
             writer.delete_term(Term::from_field_text(self.hash, &batch.hash));
         }
+        let mut added = 0;
         for IndexedFrame { idx, text, lines } in batch.frames {
+            added += text.len();
             let mut doc = TantivyDocument::new();
             doc.add_text(self.body, &text);
             doc.add_text(self.fields.pairs, text);
@@ -271,6 +205,7 @@ impl FullText {
         }
         let mut pending = lock(&self.pending);
         pending.dirty = true;
+        pending.text += added;
         if batch.done {
             pending.done.push(batch.hash);
         }
@@ -319,7 +254,8 @@ impl FullText {
         {
             let pending = lock(&self.pending);
             let due = pending.last_commit.elapsed() >= COMMIT_EVERY
-                || pending.done.len() >= COMMIT_OBJECTS;
+                || pending.done.len() >= COMMIT_OBJECTS
+                || pending.text >= COMMIT_TEXT;
             if !pending.dirty || !(force || due) {
                 return Ok(Vec::new());
             }
@@ -330,6 +266,7 @@ impl FullText {
         let done = {
             let mut pending = lock(&self.pending);
             pending.dirty = false;
+            pending.text = 0;
             pending.last_commit = Instant::now();
             std::mem::take(&mut pending.done)
         };

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::storage::meta::expression::parse;
+use tantivy::schema::{STRING, Schema};
 
 fn batch(hash: &str, frames: &[&str]) -> FrameBatch {
     FrameBatch::whole(hash, frames)
@@ -42,6 +43,27 @@ fn nothing_is_visible_before_the_commit_and_a_commit_answers_what_it_made_durabl
         index.commit(true, || None).unwrap().is_empty(),
         "nothing waits"
     );
+}
+
+#[test]
+fn enough_text_makes_a_commit_due_before_its_time() {
+    let (index, _) = FullText::open(None).unwrap();
+    let half = "x".repeat(COMMIT_TEXT / 2);
+    index
+        .add(FrameBatch {
+            done: false,
+            ..batch("a", &[&half])
+        })
+        .unwrap();
+    index.add(batch("b", &["zebra"])).unwrap();
+    assert!(
+        index.commit(false, || None).unwrap().is_empty(),
+        "half the text: not due yet"
+    );
+    index.add(batch("c", &[&half])).unwrap();
+    assert_eq!(index.commit(false, || None).unwrap(), ["b", "c"]);
+    assert_eq!(hashes(&index, "\"zebra\""), ["b"]);
+    assert!(index.commit(false, || None).unwrap().is_empty());
 }
 
 #[test]

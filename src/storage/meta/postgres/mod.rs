@@ -154,7 +154,9 @@ impl Backend for PgMetaStore {
         if done {
             self.feed.done(hash);
         }
-        Ok(())
+        // A large memory's text makes commits due on the way: they bound
+        // what waits in the writer's queue.
+        self.feed.commit(false).await
     }
 
     async fn search(

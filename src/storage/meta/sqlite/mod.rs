@@ -217,7 +217,10 @@ impl Backend for SqliteMetaStore {
 
     async fn index_frames(&self, batch: FrameBatch) -> Result<(), StorageError> {
         let fulltext = self.fulltext.clone();
-        blocking(move || fulltext.add(batch)).await
+        blocking(move || fulltext.add(batch)).await?;
+        // A large memory's text makes commits due on the way: they bound
+        // what waits in the writer's queue.
+        self.commit_index(false).await
     }
 
     async fn search(
