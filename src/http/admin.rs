@@ -11,9 +11,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::state::AppState;
 use super::views::rfc3339;
 use crate::domain::retention::{PruneRequest, RetentionRule};
 use crate::storage::meta::{PruneFilter, PruneOrder};

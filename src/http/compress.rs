@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::json_body::LimitedJson;
+use super::state::AppState;
 use crate::domain::DomainError;
 use crate::domain::compress::offload::StoredRef;
 use crate::domain::compress::{Accounted, Input, Options, Policy, Strategy, account};

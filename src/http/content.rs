@@ -7,11 +7,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
-use super::AppState;
 use super::auth::Caller;
 use super::conditional;
 use super::error::{AppError, ErrorBody};
 use super::extract::ApiPath;
+use super::state::AppState;
 use super::views::Binary;
 use crate::domain::content;
 use crate::domain::ids::IdRef;

@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::filters::{limit, parse_time};
+use super::state::AppState;
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord, Figures};
 
 /// Most exchanges on one page.

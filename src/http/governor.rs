@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::AppState;
 use super::auth::Caller;
 use super::compress::{CompressView, MemoryRefView, ReportView, options};
 use super::error::{AppError, ErrorBody};
 use super::json_body::LimitedJson;
+use super::state::AppState;
 use crate::domain::DomainError;
 use crate::domain::compress::{Input, Strategy};
 use crate::domain::governor::{self, Decision, Question, Subject};

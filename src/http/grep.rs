@@ -6,11 +6,11 @@ use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::filters::Filters;
+use super::state::AppState;
 use super::views::{AcrossGrepView, GrepView};
 use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
 use crate::domain::grep_across::{AcrossCursor, grep_across};

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::AppState;
+use super::state::AppState;
 
 /// Liveness answer.
 #[derive(Serialize, ToSchema)]

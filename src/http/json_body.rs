@@ -6,8 +6,8 @@ use axum::http::{StatusCode, header};
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
-use super::AppState;
 use super::error::AppError;
+use super::state::AppState;
 
 /// A JSON body (`Content-Type: application/json`) read up to the configured limit.
 pub struct LimitedJson<T>(pub T);

@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::AppError;
 use crate::metrics::Metrics;
@@ -118,11 +117,11 @@ impl Limits {
 
 /// Middleware for the authenticated REST and MCP routes (after the key
 /// check): admits the caller's request or answers 429.
-pub async fn enforce(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn enforce(State(limits): State<Arc<Limits>>, request: Request, next: Next) -> Response {
     let Some(caller) = request.extensions().get::<Caller>().cloned() else {
         return next.run(request).await;
     };
-    match state.limits.admit(&caller.namespace, Surface::Api) {
+    match limits.admit(&caller.namespace, Surface::Api) {
         Ok(admitted) => {
             let response = next.run(request).await;
             drop(admitted);

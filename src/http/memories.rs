@@ -13,11 +13,11 @@ use http_body_util::BodyExt;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::filters::{Filters, limit};
+use super::state::AppState;
 use super::views::{Binary, ListView, MemoryView, PutView, RedactedView};
 use crate::domain::api_put;
 use crate::domain::fields::FieldsInput;

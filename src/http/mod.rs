@@ -1,7 +1,5 @@
 //! The HTTP layer: routers, extractors, errors, OpenAPI. Thin: parse, call the domain, map.
 
-use std::sync::Arc;
-
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
@@ -13,13 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::domain::compress::Compressor;
-use crate::domain::governor::GovernorConfig;
-use crate::domain::ledger::Ledger;
-use crate::domain::memories::Memories;
-use crate::domain::search::Search;
-use crate::storage::blob::BlobStore;
-use crate::storage::meta::MetaStore;
+pub use self::state::{AppState, HttpConfig};
 
 mod admin;
 pub mod auth;
@@ -47,54 +39,11 @@ mod query;
 mod refs;
 mod search;
 mod slices;
+pub mod state;
 mod stats;
 mod tokens;
 mod usage;
 pub mod views;
-
-/// Limits of the HTTP layer itself.
-#[derive(Clone, Debug)]
-pub struct HttpConfig {
-    /// Largest JSON body (JSON puts hold their content in memory).
-    pub max_json_bytes: usize,
-}
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    /// The memory service.
-    pub memories: Arc<Memories>,
-    /// Per-namespace accounting (savings, usage, budgets).
-    pub ledger: Arc<Ledger>,
-    /// Per-namespace request limits.
-    pub limits: Arc<limits::Limits>,
-    /// The record of every proxied exchange.
-    pub exchanges: Arc<crate::domain::proxying::exchanges::ExchangeLedger>,
-    /// The metadata store (for readiness).
-    pub meta: Arc<dyn MetaStore>,
-    /// The blob store (for readiness).
-    pub blobs: Arc<dyn BlobStore>,
-    /// API keys.
-    pub auth: Arc<auth::Auth>,
-    /// HTTP limits.
-    pub config: Arc<HttpConfig>,
-    /// Message-list compression (`/v1/compress`, `/v1/governor`).
-    pub compressor: Arc<Compressor>,
-    /// Governor limits (global, per model, per namespace).
-    pub governor: Arc<GovernorConfig>,
-    /// Full-text search and refs.
-    pub search: Arc<Search>,
-    /// Prune, GC and verify.
-    pub maintenance: Arc<crate::domain::retention::Maintenance>,
-    /// What `/metrics` exposes.
-    pub metrics: Arc<crate::metrics::Metrics>,
-    /// The LLM proxy's upstreams and settings.
-    pub proxy: Arc<proxy::Proxy>,
-    /// Bounds of jq queries.
-    pub jq: Arc<crate::domain::jq_query::JqLimits>,
-    /// The shared hot cache, when configured (for `/readyz`).
-    pub cache: Option<Arc<crate::storage::cache::redis::RedisCache>>,
-}
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -146,7 +95,7 @@ pub fn router(state: AppState) -> Router {
     // The key check runs first (the outer layer), then the namespace's limits.
     let v1 = v1_routes()
         .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.limits.clone(),
             limits::enforce,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -156,7 +105,7 @@ pub fn router(state: AppState) -> Router {
     let mcp = Router::new()
         .route_service("/mcp", mcp::service(state.clone()))
         .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.limits.clone(),
             limits::enforce,
         ))
         .route_layer(axum::middleware::from_fn_with_state(

@@ -9,9 +9,9 @@ use futures::StreamExt;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::state::AppState;
 use super::views::Binary;
 use crate::domain::portable::{ImportReport, Portable};
 

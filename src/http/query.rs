@@ -5,10 +5,10 @@ use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::state::AppState;
 use super::views::QueryView;
 use crate::domain::ids::IdRef;
 

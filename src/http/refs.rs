@@ -5,11 +5,11 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::ApiQuery;
 use super::filters::limit;
+use super::state::AppState;
 use super::views::rfc3339;
 use crate::domain::search::MAX_REFS;
 use crate::storage::meta::{ListQuery, MemoryRecord};

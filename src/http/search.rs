@@ -7,11 +7,11 @@ use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::ApiQuery;
 use super::filters::{Filters, limit};
+use super::state::AppState;
 use super::views::SearchView;
 use crate::domain::DomainError;
 use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS};

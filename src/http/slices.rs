@@ -10,10 +10,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::state::AppState;
 use super::views::SliceView;
 use crate::domain::ids::IdRef;
 use crate::domain::slicing::Slice;

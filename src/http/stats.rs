@@ -3,9 +3,9 @@
 use axum::Json;
 use axum::extract::State;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::state::AppState;
 use super::views::StatsView;
 
 /// Totals of the caller's namespace: memories, bytes in and stored, compression

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Number;
 use utoipa::ToSchema;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::state::AppState;
 use super::views::{BudgetView, CalibrationView};
 use crate::domain::DomainError;
 use crate::domain::ledger::budget::round_usd;

@@ -17,7 +17,7 @@ use super::threads::session_href;
 use super::transcript::{self, linked, pointer_href};
 use crate::domain::ids::IdRef;
 use crate::domain::proxying::exchanges::{ExchangeRecord, Figures, RoundFigures};
-use crate::http::AppState;
+use crate::http::state::AppState;
 
 /// `GET /ui/exchanges/{id}`.
 pub async fn show(

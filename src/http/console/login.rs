@@ -17,8 +17,8 @@ use moka::sync::Cache;
 use serde::Deserialize;
 
 use super::layout;
-use crate::http::AppState;
 use crate::http::auth::Caller;
+use crate::http::state::AppState;
 
 /// The session cookie's name.
 const COOKIE: &str = "cairn_console";

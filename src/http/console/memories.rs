@@ -9,9 +9,9 @@ use serde::Deserialize;
 
 use super::layout::{self, Section, count, head};
 use super::login::Viewer;
-use crate::http::AppState;
 use crate::http::filters::Filters;
 use crate::http::memories::page;
+use crate::http::state::AppState;
 use crate::http::views::SearchView;
 
 /// Memories on one page of the list.

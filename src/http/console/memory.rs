@@ -20,8 +20,8 @@ use crate::domain::content;
 use crate::domain::grep::GrepQuery;
 use crate::domain::ids::IdRef;
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
-use crate::http::AppState;
 use crate::http::error::AppError;
+use crate::http::state::AppState;
 use crate::http::views::MemoryView;
 
 /// Lines on one page.

@@ -11,10 +11,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
-use super::AppState;
 use super::error::AppError;
 use crate::domain::DomainError;
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
+use crate::http::state::AppState;
 
 mod exchange;
 mod layout;

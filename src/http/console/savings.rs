@@ -11,7 +11,7 @@ use maud::{Markup, html};
 use super::layout::{self, Section, count, head, times, usd};
 use super::login::Viewer;
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
-use crate::http::AppState;
+use crate::http::state::AppState;
 
 /// Most exchanges summed (the newest).
 const SCAN: u32 = 20_000;

@@ -11,7 +11,7 @@ use super::layout::{self, Section, count, head, percent, times, usd, when};
 use super::login::Viewer;
 use crate::domain::proxying::exchanges::sessions::{SESSION_SCAN, SessionSummary, sessions};
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
-use crate::http::AppState;
+use crate::http::state::AppState;
 
 /// Most exchanges a session page shows.
 const SESSION_EXCHANGES: u32 = 2_000;

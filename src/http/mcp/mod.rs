@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::AppState;
+use crate::http::state::AppState;
 
 pub(crate) mod params;
 pub(crate) mod tools;

@@ -18,10 +18,10 @@ use crate::domain::fields::FieldsInput;
 use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
 use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS};
 use crate::domain::uri::Selector;
-use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
 use crate::http::filters::{Filters, limit};
+use crate::http::state::AppState;
 use crate::http::views::{
     GrepView, MemoryView, PutView, QueryView, RedactedView, SearchView, SliceView, StatsView,
 };

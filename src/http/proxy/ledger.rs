@@ -12,8 +12,8 @@ use crate::domain::proxying::exchanges::{Ended, Started, Trace, thread_of};
 use crate::domain::proxying::rewrite::Report;
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::usage::Usage;
-use crate::http::AppState;
 use crate::http::auth::Caller;
+use crate::http::state::AppState;
 
 /// The request as its client sent it, as far as the ledger needs it.
 pub(super) struct Client {

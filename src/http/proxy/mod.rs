@@ -18,14 +18,13 @@ use axum::routing::{get, post};
 use serde_json::Value;
 
 use crate::domain::proxying::exchanges::Trace;
-use crate::domain::proxying::rewrite::{Report, RewriteSettings, Rewriter};
+use crate::domain::proxying::rewrite::{Report, Rewriter};
 use crate::domain::proxying::spliced::Spliced;
-use crate::domain::proxying::tiers::ConversationTiers;
 use crate::domain::proxying::{Endpoint, Provider, wire};
-use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
 use crate::http::limits::{Admitted, Surface};
+use crate::http::state::AppState;
 
 /// Headers that name the client's session, first found wins: Cairn's own,
 /// Claude Code's, Codex's. With the conversation's opening they key the
@@ -39,57 +38,9 @@ mod ledger;
 mod rounds;
 mod stream;
 mod tools;
-mod upstream;
+pub(crate) mod upstream;
 
-pub use upstream::Upstream;
-
-/// The proxy's settings and the HTTP client it calls upstreams with.
-pub struct Proxy {
-    openai: Option<Upstream>,
-    anthropic: Option<Upstream>,
-    rewrite: RewriteSettings,
-    max_rounds: usize,
-    timeout: Duration,
-    idle: Duration,
-    client: reqwest::Client,
-    tiers: ConversationTiers,
-}
-
-impl Proxy {
-    /// A proxy to these upstreams (a provider without one answers 404):
-    /// `timeout` for an answer's head (then 504), `idle` for silence inside
-    /// a streamed answer (then the client's stream ends with an error).
-    pub fn new(
-        openai: Option<Upstream>,
-        anthropic: Option<Upstream>,
-        rewrite: RewriteSettings,
-        max_rounds: usize,
-        timeout: Duration,
-        idle: Duration,
-    ) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()?;
-        Ok(Self {
-            openai,
-            anthropic,
-            rewrite,
-            max_rounds: max_rounds.max(1),
-            timeout,
-            idle,
-            client,
-            tiers: ConversationTiers::default(),
-        })
-    }
-
-    fn upstream(&self, provider: Provider) -> Option<&Upstream> {
-        match provider {
-            Provider::OpenAi => self.openai.as_ref(),
-            Provider::Anthropic => self.anthropic.as_ref(),
-        }
-    }
-}
+pub use upstream::{Proxy, Upstream};
 
 /// The proxy's routes (outside the OpenAPI document: their contract is the providers').
 pub fn routes() -> Router<AppState> {

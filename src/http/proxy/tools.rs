@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use crate::domain::proxying::Endpoint;
 use crate::domain::proxying::wire;
 pub use crate::domain::proxying::wire::{ToolCall, ToolResult};
-use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::mcp::params::{FetchArgs, GrepArgs, SearchArgs};
 use crate::http::mcp::tools as mcp;
+use crate::http::state::AppState;
 
 /// `memory_fetch`.
 const FETCH: &str = "memory_fetch";

@@ -8,6 +8,8 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use crate::config::Secret;
 use crate::domain::proxying::Provider;
+use crate::domain::proxying::rewrite::RewriteSettings;
+use crate::domain::proxying::tiers::ConversationTiers;
 use crate::http::error::AppError;
 
 /// An upstream provider: its base URL and, when the sidecar holds it, its key.
@@ -173,6 +175,55 @@ pub fn timed_out(timeout: Duration) -> AppError {
             timeout.as_secs()
         ),
     )
+}
+
+/// The proxy's settings and the HTTP client it calls upstreams with.
+pub struct Proxy {
+    pub(super) openai: Option<Upstream>,
+    pub(super) anthropic: Option<Upstream>,
+    pub(super) rewrite: RewriteSettings,
+    pub(super) max_rounds: usize,
+    pub(super) timeout: Duration,
+    pub(super) idle: Duration,
+    pub(super) client: reqwest::Client,
+    pub(super) tiers: ConversationTiers,
+}
+
+impl Proxy {
+    /// A proxy to these upstreams (a provider without one answers 404):
+    /// `timeout` for an answer's head (then 504), `idle` for silence inside
+    /// a streamed answer (then the client's stream ends with an error).
+    pub fn new(
+        openai: Option<Upstream>,
+        anthropic: Option<Upstream>,
+        rewrite: RewriteSettings,
+        max_rounds: usize,
+        timeout: Duration,
+        idle: Duration,
+    ) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()?;
+        Ok(Self {
+            openai,
+            anthropic,
+            rewrite,
+            max_rounds: max_rounds.max(1),
+            timeout,
+            idle,
+            client,
+            tiers: ConversationTiers::default(),
+        })
+    }
+
+    /// The upstream of `provider`, when configured.
+    pub(super) fn upstream(&self, provider: Provider) -> Option<&Upstream> {
+        match provider {
+            Provider::OpenAi => self.openai.as_ref(),
+            Provider::Anthropic => self.anthropic.as_ref(),
+        }
+    }
 }
 
 #[cfg(test)]
