@@ -69,7 +69,14 @@ SETUPS = [
     ("estimate", "estimated count (`CAIRN_EXACT_TOKENS_MAX_BYTES=0`)", ["--exact-tokens-max-bytes", "0"]),
     ("no-redact", "no redaction (`CAIRN_REDACT=false`)", ["--redact", "false"]),
     ("no-index", "no search indexing (`CAIRN_SEARCH_INDEX=false`)", ["--search-index", "false"]),
+    # Not run by default: what is left when the work is switched off but durability.
+    ("bare", "durability only (no index, estimated count, no redaction)",
+     ["--search-index", "false", "--exact-tokens-max-bytes", "0", "--redact", "false"]),
+    ("bare-128k", "durability only, 128 KiB frames (`CAIRN_FRAME_BYTES=131072`)",
+     ["--search-index", "false", "--exact-tokens-max-bytes", "0", "--redact", "false",
+      "--frame-bytes", "131072"]),
 ]
+DEFAULT_SETUPS = ["default", "estimate", "no-redact", "no-index"]
 
 
 def cpu_seconds(pid):
@@ -123,8 +130,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--gap-ms", type=int, default=250,
                     help="a put starts at least this long after the one before (an agent's tool calls are seconds apart)")
-    ap.add_argument("--setups", default=",".join(key for key, _, _ in SETUPS),
-                    help="which of Cairn's settings to measure, by key")
+    ap.add_argument("--setups", default=",".join(DEFAULT_SETUPS),
+                    help="which of Cairn's settings to measure, by key (of "
+                    + ", ".join(key for key, _, _ in SETUPS) + ")")
     ap.add_argument("--report", help="write the table into this REPORT.md's put_latency section")
     args = ap.parse_args()
 
