@@ -1,6 +1,7 @@
 //! Calling the upstream provider: its URL, the headers that go (everything
 //! the client sent but hop-by-hop headers, Cairn's own and, with a
-//! sidecar-held key, the client's key), and failures as 502/504.
+//! sidecar-held key, the client's key), and failures as 502/504; and the
+//! proxy's settings ([`Proxy`]: the upstreams, bounds and HTTP client).
 
 use std::time::Duration;
 
