@@ -100,6 +100,15 @@ struct Uncommitted {
     last_commit: Instant,
 }
 
+impl Uncommitted {
+    /// A second since the last commit, or enough objects or text waiting.
+    fn is_due(&self) -> bool {
+        self.last_commit.elapsed() >= COMMIT_EVERY
+            || self.done.len() >= COMMIT_OBJECTS
+            || self.text >= COMMIT_TEXT
+    }
+}
+
 /// A tantivy failure as a storage error.
 pub(super) fn failed(e: tantivy::TantivyError) -> StorageError {
     StorageError::Database(format!("full-text index: {e}"))
@@ -223,6 +232,13 @@ impl FullText {
         Ok(())
     }
 
+    /// Whether [`FullText::commit`] without `force` would commit now: a
+    /// cheap look, so a caller hands work to a thread only when it will.
+    pub(crate) fn due(&self) -> bool {
+        let pending = lock(&self.pending);
+        pending.dirty && pending.is_due()
+    }
+
     /// Objects added but not committed yet.
     pub(crate) fn uncommitted(&self) -> Vec<String> {
         lock(&self.pending).done.clone()
@@ -253,10 +269,7 @@ impl FullText {
     ) -> Result<Vec<String>, StorageError> {
         {
             let pending = lock(&self.pending);
-            let due = pending.last_commit.elapsed() >= COMMIT_EVERY
-                || pending.done.len() >= COMMIT_OBJECTS
-                || pending.text >= COMMIT_TEXT;
-            if !pending.dirty || !(force || due) {
+            if !pending.dirty || !(force || pending.is_due()) {
                 return Ok(Vec::new());
             }
         }

@@ -56,11 +56,13 @@ fn enough_text_makes_a_commit_due_before_its_time() {
         })
         .unwrap();
     index.add(batch("b", &["zebra"])).unwrap();
+    assert!(!index.due());
     assert!(
         index.commit(false, || None).unwrap().is_empty(),
         "half the text: not due yet"
     );
     index.add(batch("c", &[&half])).unwrap();
+    assert!(index.due());
     assert_eq!(index.commit(false, || None).unwrap(), ["b", "c"]);
     assert_eq!(hashes(&index, "\"zebra\""), ["b"]);
     assert!(index.commit(false, || None).unwrap().is_empty());

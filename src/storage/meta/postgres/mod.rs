@@ -156,7 +156,10 @@ impl Backend for PgMetaStore {
         }
         // A large memory's text makes commits due on the way: they bound
         // what waits in the writer's queue.
-        self.feed.commit(false).await
+        if self.feed.fulltext.due() {
+            self.feed.commit(false).await?;
+        }
+        Ok(())
     }
 
     async fn search(

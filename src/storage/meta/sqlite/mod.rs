@@ -220,7 +220,10 @@ impl Backend for SqliteMetaStore {
         blocking(move || fulltext.add(batch)).await?;
         // A large memory's text makes commits due on the way: they bound
         // what waits in the writer's queue.
-        self.commit_index(false).await
+        if self.fulltext.due() {
+            self.commit_index(false).await?;
+        }
+        Ok(())
     }
 
     async fn search(
