@@ -5,6 +5,7 @@
 //! `OTHER`), models onto the pricing table's entries, routes onto their
 //! templates. Ids and namespaces never appear.
 
+mod memory;
 mod proxy;
 
 pub use proxy::ProxyMetrics;
@@ -145,6 +146,8 @@ impl Metrics {
         registry.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
         ))?;
+        // The allocator's and the kernel's view of that memory.
+        registry.register(Box::new(memory::MemoryCollector::new()?))?;
         Ok(Self {
             memories_put: counters(
                 "cairn_memories_put_total",

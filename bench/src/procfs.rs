@@ -11,9 +11,16 @@ pub struct Memory {
     pub rss_kib: u64,
     /// Peak resident set size ("high water mark") since start or the last reset.
     pub hwm_kib: u64,
+    /// The anonymous part of RSS (heaps, stacks). Read by `proxy_load`
+    /// only; the other binaries that include this module do not.
+    #[allow(dead_code)]
+    pub anon_kib: u64,
+    /// The file-backed part of RSS (mapped files, such as the search index).
+    #[allow(dead_code)]
+    pub file_kib: u64,
 }
 
-/// Reads VmRSS and VmHWM of `pid`.
+/// Reads VmRSS, VmHWM, RssAnon and RssFile of `pid`.
 pub fn memory(pid: u32) -> anyhow::Result<Memory> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
@@ -27,6 +34,8 @@ pub fn memory(pid: u32) -> anyhow::Result<Memory> {
     Ok(Memory {
         rss_kib: field("VmRSS:")?,
         hwm_kib: field("VmHWM:")?,
+        anon_kib: field("RssAnon:")?,
+        file_kib: field("RssFile:")?,
     })
 }
 

@@ -130,6 +130,33 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where Cairn's memory was at one moment.
+struct MemorySample {
+    /// Seconds since the load started.
+    at: f64,
+    /// Anonymous and file-backed resident memory, KiB.
+    anon_kib: u64,
+    file_kib: u64,
+    /// jemalloc's live and resident bytes (`cairn_allocator_bytes`), when scraped.
+    allocated: Option<u64>,
+    resident: Option<u64>,
+}
+
+/// jemalloc's allocated and resident bytes from Cairn's `/metrics`.
+async fn allocator(client: &reqwest::Client, url: &str) -> (Option<u64>, Option<u64>) {
+    let Ok(text) = async { client.get(url).send().await?.text().await }.await else {
+        return (None, None);
+    };
+    let read = |state: &str| {
+        let series = format!("cairn_allocator_bytes{{state=\"{state}\"}}");
+        text.lines()
+            .find_map(|line| line.strip_prefix(series.as_str()))
+            .and_then(|rest| rest.trim().parse::<f64>().ok())
+            .map(|bytes| bytes as u64)
+    };
+    (read("allocated"), read("resident"))
+}
+
 /// One load run's figures.
 #[derive(Default)]
 struct Run {
@@ -143,6 +170,8 @@ struct Run {
     rounds: Vec<usize>,
     /// (seconds since start, RSS KiB) samples of Cairn.
     rss: Vec<(f64, u64)>,
+    /// Where Cairn's memory is, every 10 s.
+    memory: Vec<MemorySample>,
     /// REST calls made beside the load, their latencies and failures.
     rest: Vec<Duration>,
     rest_errors: Vec<String>,
@@ -161,15 +190,31 @@ async fn run_load(
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = pid.map(|pid| {
         let done = done.clone();
+        let client = client.clone();
+        let metrics = format!("{}/metrics", base.trim_end_matches("/v1"));
         tokio::spawn(async move {
             let mut samples = Vec::new();
+            let mut memory = Vec::new();
+            let mut tick = 0u64;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 if let Ok(m) = shared::procfs::memory(pid) {
-                    samples.push((started.elapsed().as_secs_f64(), m.rss_kib));
+                    let at = started.elapsed().as_secs_f64();
+                    samples.push((at, m.rss_kib));
+                    if tick.is_multiple_of(10) {
+                        let (allocated, resident) = allocator(&client, &metrics).await;
+                        memory.push(MemorySample {
+                            at,
+                            anon_kib: m.anon_kib,
+                            file_kib: m.file_kib,
+                            allocated,
+                            resident,
+                        });
+                    }
                 }
+                tick += 1;
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            samples
+            (samples, memory)
         })
     });
     let tag = if pid.is_some() { "cairn" } else { "direct" };
@@ -213,7 +258,7 @@ async fn run_load(
         run.rest_errors.extend(errors);
     }
     if let Some(sampler) = sampler {
-        run.rss = sampler.await?;
+        (run.rss, run.memory) = sampler.await?;
     }
     let spent = spent.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
     for outcome in outcomes {
@@ -591,6 +636,40 @@ fn marker(args: &Args) -> &'static str {
     }
 }
 
+/// The memory samples to show: one per 5 minutes in a soak, else the first
+/// and the last.
+fn memory_marks(samples: &[MemorySample], every_five_minutes: bool) -> Vec<String> {
+    let mib = |bytes: Option<u64>| bytes.map_or("?".to_owned(), |b| (b >> 20).to_string());
+    let shown: Vec<&MemorySample> = if every_five_minutes {
+        let mut next = 0.0;
+        samples
+            .iter()
+            .filter(|s| {
+                let due = s.at >= next;
+                if due {
+                    next += 300.0;
+                }
+                due
+            })
+            .collect()
+    } else {
+        samples.first().into_iter().chain(samples.last()).collect()
+    };
+    shown
+        .iter()
+        .map(|s| {
+            format!(
+                "{:.0} min: {} ({} / {}), {} MiB",
+                s.at / 60.0,
+                s.anon_kib / 1024,
+                mib(s.resident),
+                mib(s.allocated),
+                s.file_kib / 1024
+            )
+        })
+        .collect()
+}
+
 fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u64) -> String {
     let peak = through.rss.iter().map(|s| s.1).max().unwrap_or(0);
     let end = through.rss.last().map_or(0, |s| s.1);
@@ -691,6 +770,15 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
             marks.join(" · ")
         ));
     }
+    out.push_str(&format!(
+        "| where it is: anonymous (jemalloc resident / allocated), file-backed{} | — | {} | — |\n",
+        if args.minutes > 0 {
+            ", every 5 minutes"
+        } else {
+            ", first and last sample"
+        },
+        memory_marks(&through.memory, args.minutes > 0).join(" · ")
+    ));
     if args.rest > 0 {
         out.push_str(&format!(
             "| REST calls beside it (put, lines, search, grep) / errors | — | {} / {} | no error |\n",
