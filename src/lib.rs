@@ -14,5 +14,6 @@ pub mod http;
 pub mod jq;
 pub mod llm;
 pub mod metrics;
+pub mod model;
 pub mod storage;
 pub mod text;

@@ -1,6 +1,7 @@
 //! The layers' invariants (ARCHITECTURE.md): dependencies point down
 //! (http → domain → storage). Storage and metrics name nothing of the
-//! domain; the domain names no web framework, database driver or HTTP client.
+//! domain; the domain names no web framework, database driver or HTTP client;
+//! the shared nouns (`src/model`) name nothing of the crate.
 
 use std::path::{Path, PathBuf};
 
@@ -63,6 +64,16 @@ fn storage_and_metrics_name_nothing_of_the_domain() {
     assert!(
         found.is_empty(),
         "arrows running back up:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_shared_nouns_name_nothing_of_the_crate() {
+    let found = offenders(&["src/model"], &["crate", "super"]);
+    assert!(
+        found.is_empty(),
+        "src/model is a leaf every layer uses; it reaches into one:\n{}",
         found.join("\n")
     );
 }

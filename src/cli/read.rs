@@ -6,6 +6,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::{CliError, Client, Conn, pair, print_flat};
+use crate::model::MemoryFilter;
 
 /// `cairn fetch`.
 #[derive(Args, Debug)]
@@ -35,54 +36,24 @@ pub struct FetchArgs {
     model: Option<String>,
 }
 
-/// Filters shared by `list` and `search`.
+/// The filter and page size `list` and `search` share.
 #[derive(Args, Debug)]
 pub struct Filters {
-    /// Memory type.
-    #[arg(long = "type")]
-    kind: Option<String>,
-    /// Subtype.
-    #[arg(long)]
-    subtype: Option<String>,
-    /// Tag.
-    #[arg(long)]
-    tag: Option<String>,
-    /// Thread.
-    #[arg(long)]
-    thread: Option<String>,
-    /// Checkpoint.
-    #[arg(long)]
-    checkpoint: Option<String>,
-    /// Directory.
-    #[arg(long)]
-    directory: Option<String>,
-    /// Created at or after (RFC 3339 or Unix seconds).
-    #[arg(long)]
-    since: Option<String>,
-    /// Created before (RFC 3339 or Unix seconds).
-    #[arg(long)]
-    until: Option<String>,
+    #[command(flatten)]
+    filter: MemoryFilter,
     /// Most results.
     #[arg(long)]
     limit: Option<u32>,
 }
 
 impl Filters {
-    fn query(&self) -> Vec<(&'static str, String)> {
-        [
-            ("type", self.kind.clone()),
-            ("subtype", self.subtype.clone()),
-            ("tag", self.tag.clone()),
-            ("thread", self.thread.clone()),
-            ("checkpoint", self.checkpoint.clone()),
-            ("directory", self.directory.clone()),
-            ("since", self.since.clone()),
-            ("until", self.until.clone()),
-            ("limit", self.limit.map(|l| l.to_string())),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k, v)))
-        .collect()
+    /// The query-string pairs: the filter's wire names, then `limit`.
+    fn query(&self) -> Vec<(String, String)> {
+        let mut pairs = self.filter.pairs();
+        if let Some(limit) = self.limit {
+            pairs.push(("limit".to_owned(), limit.to_string()));
+        }
+        pairs
     }
 }
 
@@ -258,7 +229,7 @@ pub async fn list(a: ListArgs) -> Result<(), CliError> {
     let client = Client::new(a.conn)?;
     let mut query = a.filters.query();
     if let Some(cursor) = a.cursor {
-        query.push(("cursor", cursor));
+        query.push(("cursor".to_owned(), cursor));
     }
     let request = client
         .request(reqwest::Method::GET, "/v1/memories")
@@ -286,7 +257,7 @@ pub async fn list(a: ListArgs) -> Result<(), CliError> {
 pub async fn search(a: SearchArgs) -> Result<(), CliError> {
     let client = Client::new(a.conn)?;
     let mut query = a.filters.query();
-    query.push(("q", a.query));
+    query.push(("q".to_owned(), a.query));
     let request = client
         .request(reqwest::Method::GET, "/v1/search")
         .query(&query);

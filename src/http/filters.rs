@@ -1,55 +1,39 @@
-//! The filters listing-like routes share (list, search): type, subtype, tag,
-//! thread, checkpoint, directory and a time window, turned into one query.
+//! The filter listing-like routes share (list, search, grep across; the
+//! fields are [`MemoryFilter`]'s), turned into one storage query, and the
+//! page size they take.
 
 use super::error::AppError;
+use crate::model::MemoryFilter;
 use crate::storage::meta::ListQuery;
 
-/// The filter fields of a request, as given.
-#[derive(Default)]
-pub struct Filters {
-    /// Exact type (matched upper-cased).
-    pub kind: Option<String>,
-    /// Exact subtype.
-    pub subtype: Option<String>,
-    /// Memories with this tag.
-    pub tag: Option<String>,
-    /// Exact thread.
-    pub thread: Option<String>,
-    /// Exact checkpoint.
-    pub checkpoint: Option<String>,
-    /// Exact directory.
-    pub directory: Option<String>,
-    /// Created at or after (RFC 3339 or Unix seconds).
-    pub since: Option<String>,
-    /// Created before (RFC 3339 or Unix seconds).
-    pub until: Option<String>,
-}
-
-impl Filters {
-    /// The query over `namespace` these filters select, `limit` rows at most.
-    pub fn query(self, namespace: String, limit: u32) -> Result<ListQuery, AppError> {
-        Ok(ListQuery {
-            namespace,
-            kind: self.kind.map(|k| k.to_ascii_uppercase()),
-            subtype: self.subtype,
-            tag: self.tag,
-            thread: self.thread,
-            checkpoint: self.checkpoint,
-            directory: self.directory,
-            since: self
-                .since
-                .as_deref()
-                .map(|t| parse_time("since", t))
-                .transpose()?,
-            until: self
-                .until
-                .as_deref()
-                .map(|t| parse_time("until", t))
-                .transpose()?,
-            after: None,
-            limit,
-        })
-    }
+/// The query over `namespace` that `filter` selects, `limit` rows at most;
+/// a 400 naming the field when a time is not one.
+pub fn list_query(
+    filter: MemoryFilter,
+    namespace: String,
+    limit: u32,
+) -> Result<ListQuery, AppError> {
+    Ok(ListQuery {
+        namespace,
+        kind: filter.kind.map(|k| k.to_ascii_uppercase()),
+        subtype: filter.subtype,
+        tag: filter.tag,
+        thread: filter.thread,
+        checkpoint: filter.checkpoint,
+        directory: filter.directory,
+        since: filter
+            .since
+            .as_deref()
+            .map(|t| parse_time("since", t))
+            .transpose()?,
+        until: filter
+            .until
+            .as_deref()
+            .map(|t| parse_time("until", t))
+            .transpose()?,
+        after: None,
+        limit,
+    })
 }
 
 /// The page size a request asks for (`default` when it gives none), or a

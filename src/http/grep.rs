@@ -9,12 +9,13 @@ use utoipa::IntoParams;
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use super::filters::Filters;
+use super::filters::list_query;
 use super::state::AppState;
 use super::views::{AcrossGrepView, GrepView};
 use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
 use crate::domain::grep_across::{AcrossCursor, grep_across};
 use crate::domain::ids::IdRef;
+use crate::model::MemoryFilter;
 use crate::storage::meta::ListQuery;
 
 /// What to look for in the memory.
@@ -77,7 +78,7 @@ pub async fn grep(
     Ok(Json(GrepView::new(&id, result)))
 }
 
-/// What to look for, and in which memories.
+/// What to look for, and how many of the memories a [`MemoryFilter`] beside it selects.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AcrossParams {
@@ -94,24 +95,6 @@ pub struct AcrossParams {
     pub context: u32,
     /// Most matches in all (1–1000, default 100).
     pub max_matches: Option<u32>,
-    /// Only this type.
-    #[serde(rename = "type")]
-    #[param(rename = "type")]
-    pub kind: Option<String>,
-    /// Only this subtype.
-    pub subtype: Option<String>,
-    /// Only memories with this tag.
-    pub tag: Option<String>,
-    /// Only this thread.
-    pub thread: Option<String>,
-    /// Only this checkpoint.
-    pub checkpoint: Option<String>,
-    /// Only this directory.
-    pub directory: Option<String>,
-    /// Created at or after (RFC 3339 or Unix seconds).
-    pub since: Option<String>,
-    /// Created before (RFC 3339 or Unix seconds).
-    pub until: Option<String>,
     /// Memories to search, newest first (1–200, default 50).
     pub memories: Option<u32>,
     /// `next_cursor` of the previous answer.
@@ -123,7 +106,7 @@ pub struct AcrossParams {
 /// bytes scanned for the request, `next_cursor` to continue.
 #[utoipa::path(
     get, path = "/v1/grep", tag = "search",
-    params(AcrossParams),
+    params(AcrossParams, MemoryFilter),
     responses(
         (status = 200, description = "Matching lines by memory", body = AcrossGrepView),
         (status = 400, description = "Bad pattern, option, filter or cursor", body = ErrorBody),
@@ -135,9 +118,10 @@ pub struct AcrossParams {
 pub async fn across(
     State(state): State<AppState>,
     caller: Caller,
+    ApiQuery(filter): ApiQuery<MemoryFilter>,
     ApiQuery(params): ApiQuery<AcrossParams>,
 ) -> Result<Json<AcrossGrepView>, AppError> {
-    let (list, query, cursor) = params.into_parts(caller.namespace)?;
+    let (list, query, cursor) = params.into_parts(filter, caller.namespace)?;
     let budget = state.memories.limits().grep_scan_bytes;
     let answer = grep_across(&state.memories, list, &query, cursor, budget).await?;
     Ok(Json(AcrossGrepView::new(answer)))
@@ -147,6 +131,7 @@ impl AcrossParams {
     /// The memories to search in `namespace`, the grep, and where to start.
     fn into_parts(
         self,
+        filter: MemoryFilter,
         namespace: String,
     ) -> Result<(ListQuery, GrepQuery, Option<AcrossCursor>), AppError> {
         let memories = self.memories.unwrap_or(50);
@@ -160,16 +145,6 @@ impl AcrossParams {
             })?),
             None => None,
         };
-        let filters = Filters {
-            kind: self.kind,
-            subtype: self.subtype,
-            tag: self.tag,
-            thread: self.thread,
-            checkpoint: self.checkpoint,
-            directory: self.directory,
-            since: self.since,
-            until: self.until,
-        };
         let query = GrepQuery {
             pattern: self.pattern,
             fixed: self.fixed,
@@ -178,6 +153,6 @@ impl AcrossParams {
             max_matches: self.max_matches.unwrap_or(DEFAULT_MATCHES),
             after: 0,
         };
-        Ok((filters.query(namespace, memories)?, query, cursor))
+        Ok((list_query(filter, namespace, memories)?, query, cursor))
     }
 }

@@ -16,12 +16,13 @@ use utoipa::{IntoParams, ToSchema};
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use super::filters::{Filters, limit};
+use super::filters::{limit, list_query};
 use super::state::AppState;
 use super::views::{Binary, ListView, MemoryView, PutView, RedactedView};
 use crate::domain::api_put;
 use crate::domain::fields::FieldsInput;
 use crate::domain::ids::IdRef;
+use crate::model::MemoryFilter;
 
 /// Descriptive fields as query parameters (raw uploads; JSON puts may use them too).
 #[derive(Deserialize, IntoParams, Default)]
@@ -220,63 +221,30 @@ fn split_tags(tags: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Filters and page of a listing.
+/// The page of a listing (its filter is a [`MemoryFilter`] beside it).
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
-    /// Only this type.
-    #[serde(rename = "type")]
-    #[param(rename = "type")]
-    pub kind: Option<String>,
-    /// Only this subtype.
-    pub subtype: Option<String>,
-    /// Only memories with this tag.
-    pub tag: Option<String>,
-    /// Only this thread.
-    pub thread: Option<String>,
-    /// Only this checkpoint.
-    pub checkpoint: Option<String>,
-    /// Only this directory.
-    pub directory: Option<String>,
-    /// Created at or after (RFC 3339 or Unix seconds).
-    pub since: Option<String>,
-    /// Created before (RFC 3339 or Unix seconds).
-    pub until: Option<String>,
     /// Page size, 1-200 (default 50).
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
 
-impl ListParams {
-    /// The filter fields, taken out.
-    fn filters(&mut self) -> Filters {
-        Filters {
-            kind: self.kind.take(),
-            subtype: self.subtype.take(),
-            tag: self.tag.take(),
-            thread: self.thread.take(),
-            checkpoint: self.checkpoint.take(),
-            directory: self.directory.take(),
-            since: self.since.take(),
-            until: self.until.take(),
-        }
-    }
-}
-
 /// Lists the caller's memories, newest first.
 #[utoipa::path(
-    get, path = "/v1/memories", tag = "memories", params(ListParams),
+    get, path = "/v1/memories", tag = "memories", params(MemoryFilter, ListParams),
     responses((status = 200, body = ListView), (status = 400, body = ErrorBody)),
     security(("bearer" = []))
 )]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    ApiQuery(mut params): ApiQuery<ListParams>,
+    ApiQuery(filter): ApiQuery<MemoryFilter>,
+    ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<ListView>, AppError> {
     let limit = limit(params.limit, 50, crate::domain::memories::MAX_PAGE)?;
-    let query = params.filters().query(caller.namespace, limit)?;
+    let query = list_query(filter, caller.namespace, limit)?;
     let (memories, next_cursor) = page(&state, query, params.cursor.as_deref()).await?;
     Ok(Json(ListView {
         memories,

@@ -9,10 +9,11 @@ use serde::Deserialize;
 
 use super::layout::{self, Section, count, head};
 use super::login::Viewer;
-use crate::http::filters::Filters;
+use crate::http::filters::list_query;
 use crate::http::memories::page;
 use crate::http::state::AppState;
 use crate::http::views::SearchView;
+use crate::model::MemoryFilter;
 
 /// Memories on one page of the list.
 const PAGE: u32 = 50;
@@ -50,8 +51,8 @@ fn given(text: &str) -> Option<String> {
 }
 
 impl ListForm {
-    fn filters(&self) -> Filters {
-        Filters {
+    fn filters(&self) -> MemoryFilter {
+        MemoryFilter {
             kind: given(&self.kind),
             subtype: given(&self.subtype),
             tag: given(&self.tag),
@@ -127,10 +128,7 @@ fn failed(e: impl Into<crate::http::error::AppError>) -> Failed {
 }
 
 async fn listing(state: &AppState, viewer: &Viewer, form: &ListForm) -> Result<Markup, Failed> {
-    let query = form
-        .filters()
-        .query(viewer.namespace.clone(), PAGE)
-        .map_err(failed)?;
+    let query = list_query(form.filters(), viewer.namespace.clone(), PAGE).map_err(failed)?;
     let (views, next) = page(state, query, given(&form.cursor).as_deref())
         .await
         .map_err(failed)?;
@@ -164,10 +162,7 @@ async fn listing(state: &AppState, viewer: &Viewer, form: &ListForm) -> Result<M
 }
 
 async fn search(state: &AppState, viewer: &Viewer, form: &ListForm) -> Result<Markup, Failed> {
-    let filter = form
-        .filters()
-        .query(viewer.namespace.clone(), RESULTS)
-        .map_err(failed)?;
+    let filter = list_query(form.filters(), viewer.namespace.clone(), RESULTS).map_err(failed)?;
     let results = state.search.search(&form.q, filter).await.map_err(failed)?;
     let view = SearchView::from(results);
     Ok(html! {

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use crate::domain::ids::IdRef;
 use crate::domain::uri::{MemUri, Selector};
 use crate::http::error::AppError;
+use crate::model::MemoryFilter;
 
 /// Arguments of `memory_put`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -120,14 +121,9 @@ pub fn pointer(
 pub struct SearchArgs {
     /// Words (all must match), "a phrase", prefix*, typo~ (a word that may be misspelt), AND, OR, NOT, parentheses.
     pub query: String,
-    /// Only memories of this type.
-    #[serde(rename = "type")]
-    #[schemars(rename = "type")]
-    pub kind: Option<String>,
-    /// Only memories with this tag.
-    pub tag: Option<String>,
-    /// Only memories of this thread.
-    pub thread: Option<String>,
+    /// Which memories: the same filter as REST's and the CLI's.
+    #[serde(flatten)]
+    pub filter: MemoryFilter,
     /// Results, 1-100 (default 10).
     pub limit: Option<u32>,
 }

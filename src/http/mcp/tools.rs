@@ -20,7 +20,7 @@ use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS};
 use crate::domain::uri::Selector;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
-use crate::http::filters::{Filters, limit};
+use crate::http::filters::{limit, list_query};
 use crate::http::state::AppState;
 use crate::http::views::{
     GrepView, MemoryView, PutView, QueryView, RedactedView, SearchView, SliceView, StatsView,
@@ -249,14 +249,8 @@ pub(crate) async fn search(
     caller: Caller,
     args: SearchArgs,
 ) -> Result<SearchView, AppError> {
-    let filters = Filters {
-        kind: args.kind,
-        tag: args.tag,
-        thread: args.thread,
-        ..Filters::default()
-    };
     let limit = limit(args.limit, DEFAULT_RESULTS, MAX_RESULTS)?;
-    let filter = filters.query(caller.namespace, limit)?;
+    let filter = list_query(args.filter, caller.namespace, limit)?;
     let results = state.search.search(&args.query, filter).await?;
     Ok(results.into())
 }

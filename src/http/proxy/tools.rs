@@ -13,6 +13,7 @@ use crate::http::auth::Caller;
 use crate::http::mcp::params::{FetchArgs, GrepArgs, SearchArgs};
 use crate::http::mcp::tools as mcp;
 use crate::http::state::AppState;
+use crate::model::MemoryFilter;
 
 /// `memory_fetch`.
 const FETCH: &str = "memory_fetch";
@@ -43,6 +44,41 @@ and texts): answers memory ids, titles and the matching lines with their line nu
 then read around a hit with memory_fetch (e.g. line_start = line - 20). Query syntax: words (all must \
 match), \"a phrase\", prefix*, AND, OR, NOT.";
 
+/// Arguments of the proxy's `memory_search`: three of MCP's filters. Its
+/// schema goes upstream with every request that carries a pointer, so it is
+/// kept to what a model in a conversation filters on (fewer tokens), and its
+/// bytes do not change (they are part of the provider's cached prefix).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ProxySearchArgs {
+    /// Words (all must match), "a phrase", prefix*, typo~ (a word that may be misspelt), AND, OR, NOT, parentheses.
+    query: String,
+    /// Only memories of this type.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// Only memories with this tag.
+    tag: Option<String>,
+    /// Only memories of this thread.
+    thread: Option<String>,
+    /// Results, 1-100 (default 10).
+    limit: Option<u32>,
+}
+
+impl From<ProxySearchArgs> for SearchArgs {
+    fn from(args: ProxySearchArgs) -> Self {
+        Self {
+            query: args.query,
+            filter: MemoryFilter {
+                kind: args.kind,
+                tag: args.tag,
+                thread: args.thread,
+                ..MemoryFilter::default()
+            },
+            limit: args.limit,
+        }
+    }
+}
+
 /// Adds Cairn's tools that the request does not define itself; answers the
 /// names added (the tools Cairn answers in this exchange). Appended after the
 /// client's tools, always in the same order and bytes.
@@ -65,7 +101,7 @@ pub fn add(endpoint: Endpoint, body: &mut Value) -> Vec<&'static str> {
     for (name, description, schema) in [
         (FETCH, FETCH_DESCRIPTION, schema::<FetchArgs>()),
         (GREP, GREP_DESCRIPTION, schema::<GrepArgs>()),
-        (SEARCH, SEARCH_DESCRIPTION, schema::<SearchArgs>()),
+        (SEARCH, SEARCH_DESCRIPTION, schema::<ProxySearchArgs>()),
     ] {
         if defined.iter().any(|d| d == name) {
             continue;
@@ -106,8 +142,9 @@ pub async fn run(state: &AppState, caller: &Caller, call: ToolCall) -> ToolResul
             Ok(args) => to_json(mcp::grep(state, caller, args).await),
             Err(e) => Err(bad_arguments(&e)),
         },
-        SEARCH => match serde_json::from_value::<SearchArgs>(call.arguments.clone()) {
+        SEARCH => match serde_json::from_value::<ProxySearchArgs>(call.arguments.clone()) {
             Ok(args) => {
+                let args = SearchArgs::from(args);
                 if !state.search.caught_up(INDEX_WAIT).await {
                     tracing::debug!("memory_search runs before the index caught up");
                 }

@@ -1,0 +1,7 @@
+//! The nouns every surface shares (REST, MCP, the CLI, the console), declared
+//! once. A leaf: it depends on no other module of the crate, so storage, the
+//! domain and every surface can use it.
+
+pub mod filter;
+
+pub use filter::MemoryFilter;
