@@ -27,9 +27,9 @@ use crate::storage::blob::fs::FsBlobStore;
 use crate::storage::blob::s3::{S3BlobStore, S3Url};
 use crate::storage::cache::redis::{RedisCache, RedisSettings};
 use crate::storage::cache::{CachedBlobStore, CachedMetaStore, LocalObjectCache};
-use crate::storage::meta::MetaStore;
 use crate::storage::meta::postgres::PgMetaStore;
 use crate::storage::meta::sqlite::SqliteMetaStore;
+use crate::storage::meta::{MetaStore, ObjectStore};
 
 /// A built application: its state and the background work to stop with it.
 pub struct App {
@@ -93,11 +93,18 @@ impl App {
             Some(cache) => Arc::new(CachedBlobStore::new(blobs.clone(), cache.clone())),
             None => blobs.clone(),
         };
+        // Slices and search's hit lines share these (the indexer reads past them).
+        let frame_cache = Arc::new(FrameCache::new(config.frame_cache_bytes, metrics.clone()));
+        let object_cache: Arc<dyn ObjectStore> = Arc::new(LocalObjectCache::new(
+            meta.clone(),
+            config.object_cache_bytes,
+            metrics.clone(),
+        ));
         let access = Arc::new(AccessRecorder::default());
         let flusher = access.spawn_flusher(meta.clone(), Duration::from_secs(1));
         let memories = Memories::new(
             meta.clone(),
-            reading_blobs,
+            reading_blobs.clone(),
             IngestConfig {
                 frame_bytes: config.frame_bytes,
                 zstd_level: config.zstd_level,
@@ -119,15 +126,8 @@ impl App {
             access.clone(),
         )
         .with_redaction(config.redact)
-        .with_frame_cache(Arc::new(FrameCache::new(
-            config.frame_cache_bytes,
-            metrics.clone(),
-        )))
-        .with_objects(Arc::new(LocalObjectCache::new(
-            meta.clone(),
-            config.object_cache_bytes,
-            metrics.clone(),
-        )))
+        .with_frame_cache(frame_cache.clone())
+        .with_objects(object_cache.clone())
         .with_metrics(metrics.clone());
         let (queue, summarizer) = match &config.summarizer_url {
             Some(url) => {
@@ -143,7 +143,11 @@ impl App {
             }
             None => (None, None),
         };
-        let search = Arc::new(Search::new(meta.clone(), blobs.clone()));
+        let search = Arc::new(Search::new(meta.clone(), blobs.clone()).with_reads(
+            object_cache,
+            reading_blobs,
+            Some(frame_cache),
+        ));
         let memories = Arc::new(
             memories
                 .with_summaries(config.summary_chars, queue)

@@ -61,6 +61,40 @@ async fn a_second_read_of_a_frame_is_served_decoded_from_memory() {
 }
 
 #[tokio::test]
+async fn a_search_hit_s_frame_is_decoded_for_the_slice_that_follows() {
+    let app = spawn_app_with(small_frames).await;
+    let mut content = noise_lines(11, 100_000);
+    content.extend_from_slice(b"the xylophonic failure is here\n");
+    content.extend(noise_lines(12, 100_000));
+    let id = app.put_id(content).await;
+    let hit = r#"cairn_cache_lookups_total{layer="frames",result="hit"}"#;
+    let miss = r#"cairn_cache_lookups_total{layer="frames",result="miss"}"#;
+    let found = app.get("/v1/search?q=xylophonic&wait_ms=10000").await;
+    assert_eq!(found.status, StatusCode::OK);
+    let result = &found.json()["results"][0];
+    assert_eq!(result["id"], id.as_str());
+    let line = result["hits"][0]["line"].as_u64().unwrap();
+    let misses = sample(&app, miss).await;
+    assert!(
+        misses >= 1.0,
+        "the search read its hit's frame through the cache"
+    );
+    let hits = sample(&app, hit).await;
+    let slice = app
+        .get(&format!("/v1/memories/{id}/lines?start={line}&end={line}"))
+        .await;
+    assert_eq!(slice.status, StatusCode::OK);
+    assert!(
+        slice.json()["text"]
+            .as_str()
+            .unwrap()
+            .contains("xylophonic")
+    );
+    // (The slice also reads ahead of its line, so it may decode more.)
+    assert!(sample(&app, hit).await > hits, "the slice found it decoded");
+}
+
+#[tokio::test]
 async fn frame_cache_of_zero_bytes_decodes_every_time() {
     let app = spawn_app_with(|c| {
         small_frames(c);

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use super::DomainError;
 use super::foreground::Foreground;
+use super::frame_cache::FrameCache;
 use super::reader::ObjectReader;
 use crate::storage::StorageError;
 use crate::storage::blob::BlobStore;
-use crate::storage::meta::{IndexLag, ListQuery, MemoryRecord, MetaStore, SearchRow};
+use crate::storage::meta::{IndexLag, ListQuery, MemoryRecord, MetaStore, ObjectStore, SearchRow};
 
 pub mod hits;
 mod indexer;
@@ -49,20 +50,55 @@ pub struct SearchResult {
 /// The search service and its background indexer.
 pub struct Search {
     meta: Arc<dyn MetaStore>,
+    /// What the indexer reads each new object's frames from, once.
     blobs: Arc<dyn BlobStore>,
+    /// How a result's hit lines are read: as a slice is ([`Search::with_reads`]).
+    reads: Reads,
     wake: Arc<tokio::sync::Notify>,
     foreground: Arc<Foreground>,
+}
+
+/// The read path of hit lines: object records, blobs and decoded frames.
+struct Reads {
+    objects: Arc<dyn ObjectStore>,
+    blobs: Arc<dyn BlobStore>,
+    frames: Option<Arc<FrameCache>>,
 }
 
 impl Search {
     /// A service over the given stores (the indexer runs once spawned).
     pub fn new(meta: Arc<dyn MetaStore>, blobs: Arc<dyn BlobStore>) -> Self {
         Self {
+            reads: Reads {
+                objects: meta.clone(),
+                blobs: blobs.clone(),
+                frames: None,
+            },
             meta,
             blobs,
             wake: Arc::new(tokio::sync::Notify::new()),
             foreground: Arc::default(),
         }
+    }
+
+    /// Reads hit lines through the caches slices use: object records
+    /// through `objects`, content through `blobs` (the shared cache's
+    /// front), decoded frames shared in `frames`. A model usually reads
+    /// around a hit next, so its frame is then already decoded. The
+    /// indexer still reads each new object from the store, past the caches.
+    #[must_use]
+    pub fn with_reads(
+        mut self,
+        objects: Arc<dyn ObjectStore>,
+        blobs: Arc<dyn BlobStore>,
+        frames: Option<Arc<FrameCache>>,
+    ) -> Self {
+        self.reads = Reads {
+            objects,
+            blobs,
+            frames,
+        };
+        self
     }
 
     /// What wakes the indexer: give it to [`crate::domain::memories::Memories::with_new_objects`]
@@ -165,11 +201,7 @@ impl Search {
         self.meta.search(fts, filter).await.map_err(|e| match e {
             // Translation should leave nothing a backend refuses; should it,
             // it is still the query's fault.
-            StorageError::Database(message)
-                if message.starts_with("cannot translate search expression") =>
-            {
-                DomainError::InvalidQuery(message)
-            }
+            StorageError::BadExpression(message) => DomainError::InvalidQuery(message),
             other => DomainError::Storage(other),
         })
     }
@@ -181,10 +213,13 @@ impl Search {
         frames: &[u32],
         terms: &[query::Term],
     ) -> Result<Vec<Hit>, DomainError> {
-        let Some(object) = self.meta.object(id).await? else {
+        let Some(object) = self.reads.objects.object(id).await? else {
             return Ok(Vec::new());
         };
-        let mut reader = ObjectReader::new(object, self.blobs.clone());
+        let mut reader = ObjectReader::new(object, self.reads.blobs.clone());
+        if let Some(frames) = &self.reads.frames {
+            reader = reader.with_frame_cache(frames.clone());
+        }
         let mut found: Vec<Hit> = Vec::new();
         let mut productive = 0;
         for &idx in frames.iter().take(FRAMES_READ) {
