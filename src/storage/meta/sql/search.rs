@@ -62,7 +62,7 @@ pub(in crate::storage::meta) async fn search(
     expression: &str,
     filter: &ListQuery,
 ) -> Result<Vec<SearchRow>, StorageError> {
-    let expr = expression::parse(expression).map_err(StorageError::Database)?;
+    let expr = expression::parse(expression).map_err(StorageError::BadExpression)?;
     let limit = filter.limit.max(1) as usize;
     let mut pass = FIRST_PASS_FRAMES.max(limit.saturating_mul(FIRST_PASS_PER_RESULT));
     let started = std::time::Instant::now();

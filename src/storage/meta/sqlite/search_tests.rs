@@ -9,6 +9,22 @@ use crate::storage::meta::{
 };
 
 #[tokio::test]
+async fn an_expression_the_index_cannot_run_is_the_query_s_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("meta.db").display());
+    let store = SqliteMetaStore::open(&url).await.unwrap();
+    let failed = store
+        .search("(\"zebra\"", &filter("n", 10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(failed, crate::storage::StorageError::BadExpression(_)),
+        "{failed:?}"
+    );
+    store.close().await;
+}
+
+#[tokio::test]
 async fn an_empty_index_answers_a_search_with_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("meta.db").display());
