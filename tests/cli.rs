@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cairn");
@@ -12,37 +12,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_cairn");
 #[path = "common/served.rs"]
 mod served;
 
-use served::free_port;
-
-struct Server {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = served::serve(dir.path(), port).spawn().unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Server {
-        child,
-        url,
-        _dir: dir,
-    }
-}
+use served::{free_port, start};
 
 fn cli(url: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut child = Command::new(BIN)

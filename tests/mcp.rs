@@ -9,46 +9,23 @@
 
 use std::process::Command;
 
-use cairn::app::App;
-use cairn::config::Config;
 use serde_json::{Value, json};
+
+#[path = "common/in_process.rs"]
+mod in_process;
 
 const ALPHA: &str = "alpha-key-0001";
 const BETA: &str = "beta-key-0002";
 
 /// A Cairn server with two namespaces on a random loopback port.
-struct Server {
-    base: String,
-    _dir: tempfile::TempDir,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+type Server = in_process::Listening;
 
 async fn start_server() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::with_data_dir(dir.path());
-    config.api_keys = Some(format!("{ALPHA}:alpha,{BETA}:beta"));
-    config.jq_worker = Some(env!("CARGO_BIN_EXE_cairn").into());
-    let app = App::build(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let router = app.router();
-    let task = tokio::spawn(async move {
-        let _app = app;
-        cairn::http::serve(listener, router, std::future::pending())
-            .await
-            .unwrap();
-    });
-    Server {
-        base: format!("http://127.0.0.1:{port}"),
-        _dir: dir,
-        task,
-    }
+    in_process::listen(|config| {
+        config.api_keys = Some(format!("{ALPHA}:alpha,{BETA}:beta"));
+        config.jq_worker = Some(env!("CARGO_BIN_EXE_cairn").into());
+    })
+    .await
 }
 
 /// Whether python3 can import the MCP SDK; if not, panics under CI and

@@ -8,9 +8,10 @@
 
 use std::process::Command;
 
-use cairn::app::App;
-use cairn::config::Config;
 use serde_json::Value;
+
+#[path = "common/in_process.rs"]
+mod in_process;
 
 const KEY: &str = "client-key-0001";
 
@@ -49,19 +50,9 @@ async fn a_generated_python_client_puts_fetches_a_slice_and_searches() {
         String::from_utf8_lossy(&generated.stdout)
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::with_data_dir(dir.path());
-    config.api_keys = Some(format!("{KEY}:clients"));
-    let app = App::build(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let router = app.router();
-    let server = tokio::spawn(async move {
-        let _app = app;
-        cairn::http::serve(listener, router, std::future::pending())
-            .await
-            .unwrap();
-    });
+    let server =
+        in_process::listen(|config| config.api_keys = Some(format!("{KEY}:clients"))).await;
+    let url = server.base.clone();
 
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -81,5 +72,5 @@ async fn a_generated_python_client_puts_fetches_a_slice_and_searches() {
     let seen: Value = serde_json::from_str(String::from_utf8_lossy(&run.stdout).trim()).unwrap();
     assert_eq!(seen["lines"], serde_json::json!([10, 12]));
     assert!(!seen["hits"].as_array().unwrap().is_empty());
-    server.abort();
+    drop(server);
 }

@@ -12,11 +12,11 @@ use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "common/in_process.rs"]
+mod in_process;
 #[path = "common/served.rs"]
 mod served;
 
-use cairn::app::App;
-use cairn::config::Config;
 use serde_json::{Value, json};
 use served::free_port;
 
@@ -41,18 +41,7 @@ fn have(tool: &str) -> bool {
 }
 
 /// A Cairn server on a random loopback port.
-struct Server {
-    base: String,
-    port: u16,
-    _dir: tempfile::TempDir,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+type Server = in_process::Listening;
 
 /// A stand-in OpenAI upstream for the proxy's panels: it calls Cairn's
 /// `memory_fetch` on the first pointer it sees until a fetch result is in the
@@ -95,25 +84,8 @@ async fn start_upstream() -> String {
 }
 
 async fn start_server() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::with_data_dir(dir.path());
-    config.upstream_openai_url = Some(start_upstream().await);
-    let app = App::build(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let router = app.router();
-    let task = tokio::spawn(async move {
-        let _app = app;
-        cairn::http::serve(listener, router, std::future::pending())
-            .await
-            .unwrap();
-    });
-    Server {
-        base: format!("http://127.0.0.1:{port}"),
-        port,
-        _dir: dir,
-        task,
-    }
+    let upstream = start_upstream().await;
+    in_process::listen(|config| config.upstream_openai_url = Some(upstream)).await
 }
 
 /// Puts, dedup hits, slices of every kind, a compress, governor decisions in

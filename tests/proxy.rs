@@ -11,12 +11,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cairn::app::App;
 use cairn::config::Config;
 use serde_json::Value;
 
 #[path = "proxy/faults.rs"]
 mod faults;
+#[path = "common/in_process.rs"]
+mod in_process;
 #[path = "proxy/ledger.rs"]
 mod ledger;
 #[path = "proxy/limits.rs"]
@@ -61,37 +62,10 @@ fn upstream() -> Upstream {
 }
 
 /// A Cairn server on a random loopback port.
-struct Server {
-    base: String,
-    _dir: tempfile::TempDir,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+type Server = in_process::Listening;
 
 async fn serve(configure: impl FnOnce(&mut Config)) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::with_data_dir(dir.path());
-    configure(&mut config);
-    let app = App::build(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let router = app.router();
-    let task = tokio::spawn(async move {
-        let _app = app;
-        cairn::http::serve(listener, router, std::future::pending())
-            .await
-            .unwrap();
-    });
-    Server {
-        base: format!("http://127.0.0.1:{port}"),
-        _dir: dir,
-        task,
-    }
+    in_process::listen(configure).await
 }
 
 /// Everything this test binary logs, at debug level, kept for the key search.

@@ -6,7 +6,7 @@
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A loopback port that was free when asked.
@@ -45,5 +45,38 @@ pub async fn wait_ready(client: &reqwest::Client, base: &str, within: Duration) 
             "cairn at {base} was not ready within {within:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A `cairn serve` child over a fresh data directory; killed when dropped.
+pub struct Served {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `cairn serve` with default settings and waits (at most 30 s)
+/// until it accepts connections.
+pub fn start() -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = serve(dir.path(), port).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "cairn did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Served {
+        url: format!("http://127.0.0.1:{port}"),
+        child,
+        _dir: dir,
     }
 }
