@@ -85,7 +85,9 @@ impl SqliteMetaStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10))
-            .pragma("cache_size", "-16000");
+            // 8 MB of pages per read connection (SQLite's default is 2 MB);
+            // the kernel's page cache holds the rest of the file.
+            .pragma("cache_size", "-8000");
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .min_connections(1)
