@@ -7,19 +7,19 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::config::Config;
-use crate::domain::access::AccessRecorder;
 use crate::domain::compress::Compressor;
-use crate::domain::frame_cache::FrameCache;
-use crate::domain::ingest::IngestConfig;
+use crate::domain::ledger::pricing::Pricing;
 use crate::domain::ledger::{Budgets, Ledger, LedgerConfig, SystemClock};
+use crate::domain::maintenance::retention::{Maintenance, RetentionPolicy, RetentionRule};
 use crate::domain::memories::Memories;
-use crate::domain::pricing::Pricing;
+use crate::domain::memories::access::AccessRecorder;
+use crate::domain::memories::ingest::IngestConfig;
+use crate::domain::memories::read::frame_cache::FrameCache;
+use crate::domain::memories::read::slicing::SliceLimits;
 use crate::domain::proxying::exchanges::ExchangeLedger;
-use crate::domain::retention::{Maintenance, RetentionPolicy, RetentionRule};
 use crate::domain::search::Search;
-use crate::domain::slicing::SliceLimits;
 use crate::domain::summarizer::Summarizer;
-use crate::domain::summary_jobs;
+use crate::domain::summary::jobs;
 use crate::http::{self, AppState, HttpConfig, auth::Auth};
 use crate::metrics::Metrics;
 use crate::storage::blob::BlobStore;
@@ -138,7 +138,7 @@ impl App {
                     Duration::from_secs(config.summarizer_timeout_secs),
                 )?;
                 let (queue, jobs) =
-                    summary_jobs::queue(config.summarizer_queue, config.summarizer_min_bytes);
+                    jobs::queue(config.summarizer_queue, config.summarizer_min_bytes);
                 (Some(queue), Some(Summarizer::new(Arc::new(model), jobs)))
             }
             None => (None, None),
@@ -426,8 +426,8 @@ async fn shutdown_signal() {
 }
 
 /// The bounds of jq queries: the worker is this program unless configured.
-fn jq_limits(config: &Config) -> crate::domain::jq_query::JqLimits {
-    crate::domain::jq_query::JqLimits {
+fn jq_limits(config: &Config) -> crate::domain::memories::jq::JqLimits {
+    crate::domain::memories::jq::JqLimits {
         max_input_bytes: config.query_max_bytes,
         max_output_bytes: usize::try_from(config.max_slice_bytes).unwrap_or(usize::MAX),
         max_results: 1000,

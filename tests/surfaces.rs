@@ -1,9 +1,11 @@
-//! One contract, every surface: the same memories selected by the same
-//! filter through REST (list, search, grep across), MCP (`memory_search`)
-//! and the CLI (`list`, `search`), against the real server binary. A surface
-//! that names, reads or documents a filter field differently (the CLI once
-//! said `--since` took milliseconds; MCP's search once took 3 of the 8
-//! fields) fails here.
+//! One contract, every surface, against the real server binary: the same
+//! memories selected by the same filter through REST (list, search, grep
+//! across), MCP (`memory_search`) and the CLI (`list`, `search`); the same
+//! fields stored by every put (REST's JSON body and query string, MCP's
+//! `memory_put`, `cairn put`); the same lines found by every grep. A surface
+//! that names, reads or documents a field differently (the CLI once said
+//! `--since` took milliseconds; MCP's search once took 3 of the 8 filter
+//! fields, its put no `mime`) fails here.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -28,13 +30,28 @@ async fn get_json(http: &reqwest::Client, url: String) -> Value {
     answer.json().await.unwrap()
 }
 
+/// The whole answer of MCP's `tool` to `arguments`, an error or not.
+async fn mcp(http: &reqwest::Client, base: &str, tool: &str, arguments: &Value) -> Value {
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}});
+    post_json(
+        http.post(format!("{base}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18"),
+        &call,
+    )
+    .await
+}
+
 /// The answer of MCP's `memory_search` to `arguments`.
 async fn mcp_search(http: &reqwest::Client, base: &str, arguments: &Value) -> Value {
-    http.post(format!("{base}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "memory_search", "arguments": arguments}}))
+    mcp(http, base, "memory_search", arguments).await
+}
+
+/// The JSON answer to `request` with `body`.
+async fn post_json(request: reqwest::RequestBuilder, body: &Value) -> Value {
+    request
+        .json(body)
         .send()
         .await
         .unwrap()
@@ -146,15 +163,7 @@ async fn every_surface_selects_the_same_memories_for_the_same_filter() {
     for (name, fields) in memories() {
         let mut body = fields.clone();
         body["content"] = json!(format!("{name} output\n{WORD} line of {name}\n"));
-        let answer: Value = http
-            .post(format!("{}/v1/memories", server.url))
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let answer = post_json(http.post(format!("{}/v1/memories", server.url)), &body).await;
         ids.push((answer["id"].as_str().unwrap().to_owned(), name));
     }
     let after = now() + 3600;
@@ -246,4 +255,155 @@ async fn mcp_rejects_a_filter_field_no_surface_has() {
         "{text}"
     );
     assert!(text.contains("folder"), "{text}");
+}
+
+/// The answer of an MCP tool call, which must not be an error.
+async fn mcp_call(http: &reqwest::Client, base: &str, tool: &str, arguments: &Value) -> Value {
+    let called = mcp(http, base, tool, arguments).await;
+    assert_ne!(
+        called["result"]["isError"], true,
+        "{tool} {arguments}: {called}"
+    );
+    called["result"]["structuredContent"].clone()
+}
+
+/// What a stored memory says of the fields it was put with.
+fn stored_fields(memory: &Value) -> Value {
+    json!({
+        "type": memory["type"], "subtype": memory["subtype"], "mime": memory["mime"],
+        "title": memory["title"], "tags": memory["tags"], "thread": memory["thread"],
+        "checkpoint": memory["checkpoint"], "directory": memory["directory"],
+        "pinned": memory["pinned"], "expires": memory["expires_at"].is_string(),
+    })
+}
+
+#[tokio::test]
+async fn every_surface_stores_the_same_fields_and_greps_alike() {
+    let server = served::start();
+    let base = &server.url;
+    let http = reqwest::Client::new();
+    let fields = json!({"type": "test_run", "subtype": "pytest", "mime": "text/x-log",
+        "title": "nightly", "tags": ["ci", "rust"], "thread": "t9", "checkpoint": "c9",
+        "directory": "/repo", "ttl_seconds": 3600, "pinned": true});
+    let expected = json!({"type": "TEST_RUN", "subtype": "pytest", "mime": "text/x-log",
+        "title": "nightly", "tags": ["ci", "rust"], "thread": "t9", "checkpoint": "c9",
+        "directory": "/repo", "pinned": true, "expires": true});
+    let content = |surface: &str| {
+        format!("{surface} run\nok one\nFAILED test_{surface}\nok two\nfailed again\nend\n")
+    };
+
+    let mut body = fields.clone();
+    body["content"] = json!(content("json"));
+    let json_put = post_json(http.post(format!("{base}/v1/memories")), &body).await;
+
+    let mut query: Vec<(String, String)> = fields
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(key, _)| *key != "tags")
+        .map(|(key, value)| (key.clone(), value.to_string().trim_matches('"').to_owned()))
+        .collect();
+    query.push(("tags".into(), "ci,rust".into()));
+    let raw_put: Value = http
+        .post(format!("{base}/v1/memories"))
+        .query(&query)
+        .header("content-type", "application/octet-stream")
+        .body(content("raw"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+
+    let mut arguments = fields.clone();
+    arguments["content"] = json!(content("mcp"));
+    let mcp_put = mcp_call(&http, base, "memory_put", &arguments).await;
+
+    let file = std::env::temp_dir().join(format!("cairn-surfaces-{}.log", std::process::id()));
+    std::fs::write(&file, content("cli")).unwrap();
+    let cli_put = cli(
+        base,
+        &[
+            "put",
+            "--file",
+            file.to_str().unwrap(),
+            "--type",
+            "test_run",
+            "--subtype",
+            "pytest",
+            "--mime",
+            "text/x-log",
+            "--title",
+            "nightly",
+            "--tag",
+            "ci",
+            "--tag",
+            "rust",
+            "--thread",
+            "t9",
+            "--checkpoint",
+            "c9",
+            "--directory",
+            "/repo",
+            "--ttl-seconds",
+            "3600",
+            "--pinned",
+            "true",
+        ]
+        .map(str::to_owned),
+    );
+    std::fs::remove_file(&file).unwrap();
+
+    for (surface, put) in [
+        ("REST JSON", &json_put),
+        ("REST raw", &raw_put),
+        ("MCP", &mcp_put),
+        ("CLI", &cli_put),
+    ] {
+        let id = put["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{surface}: {put}"));
+        let memory = get_json(&http, format!("{base}/v1/memories/{id}")).await;
+        assert_eq!(stored_fields(&memory), expected, "{surface}: {memory}");
+
+        // The same grep through each surface finds the same lines.
+        let rest = get_json(
+            &http,
+            format!("{base}/v1/memories/{id}/grep?pattern=failed&ignore_case=true&context=1"),
+        )
+        .await;
+        let mcp = mcp_call(
+            &http,
+            base,
+            "memory_grep",
+            &json!({"memory_id": id, "pattern": "failed", "ignore_case": true, "context": 1}),
+        )
+        .await;
+        let cli = cli(
+            base,
+            &["grep", "-i", "-C", "1", "failed", id].map(str::to_owned),
+        );
+        let lines = |answer: &Value| -> Vec<(u64, Vec<Value>)> {
+            answer["matches"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{surface}: {answer}"))
+                .iter()
+                .map(|m| {
+                    (
+                        m["line"].as_u64().unwrap(),
+                        m["before"].as_array().unwrap().clone(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            lines(&rest).iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            [3, 5],
+            "{surface}: {rest}"
+        );
+        assert_eq!(lines(&rest)[0].1, [json!("ok one")], "{surface}: {rest}");
+        assert_eq!(lines(&mcp), lines(&rest), "{surface}: MCP {mcp}");
+        assert_eq!(lines(&cli), lines(&rest), "{surface}: CLI {cli}");
+    }
 }

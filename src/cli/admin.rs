@@ -4,6 +4,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::{CliError, Client, Conn, print_flat};
+use crate::model::MemoryFilter;
 
 /// `cairn prune`.
 #[derive(Args, Debug)]
@@ -25,15 +26,9 @@ pub struct PruneArgs {
     /// Only report what would be removed.
     #[arg(long)]
     dry_run: bool,
-    /// Only memories of this type.
-    #[arg(long = "type")]
-    kind: Option<String>,
-    /// Only memories with this tag.
-    #[arg(long)]
-    tag: Option<String>,
-    /// Only memories of this thread.
-    #[arg(long)]
-    thread: Option<String>,
+    /// Which memories the rule looks at: the filter of `list` and `search`.
+    #[command(flatten)]
+    filter: MemoryFilter,
 }
 
 /// `cairn verify`.
@@ -56,10 +51,16 @@ fn drop_nulls(mut v: Value) -> Value {
 /// Runs `prune`.
 pub async fn prune(a: PruneArgs) -> Result<(), CliError> {
     let client = Client::new(a.conn)?;
-    let body = drop_nulls(json!({
+    let mut body = json!({
         "keep_days": a.keep_days, "keep_entries": a.keep_entries, "max_bytes": a.max_bytes,
-        "order": a.order, "dry_run": a.dry_run, "type": a.kind, "tag": a.tag, "thread": a.thread,
-    }));
+        "order": a.order, "dry_run": a.dry_run,
+    });
+    if let (Value::Object(body), Ok(Value::Object(filter))) =
+        (&mut body, serde_json::to_value(&a.filter))
+    {
+        body.extend(filter);
+    }
+    let body = drop_nulls(body);
     let request = client
         .request(reqwest::Method::POST, "/v1/admin/prune")
         .json(&body);

@@ -4,25 +4,18 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{CliError, Client, Conn};
+use crate::model::GrepPattern;
 
 /// `cairn grep`.
 #[derive(Args, Debug)]
 pub struct GrepArgs {
     #[command(flatten)]
     conn: Conn,
-    /// The pattern (a Rust regex; with -F a literal string).
-    pattern: String,
+    /// The pattern and how to match it: the same options as REST's and MCP's.
+    #[command(flatten)]
+    what: GrepPattern,
     /// A memory id (or unique prefix of 12+ characters) or its `mem://` URI.
     target: String,
-    /// Take the pattern literally.
-    #[arg(short = 'F', long)]
-    fixed: bool,
-    /// Match regardless of case.
-    #[arg(short = 'i', long)]
-    ignore_case: bool,
-    /// Lines of context around each match (0-10).
-    #[arg(short = 'C', long, default_value_t = 0)]
-    context: u32,
     /// Stop after this many matches (default: all, page after page).
     #[arg(short = 'm', long)]
     max_count: Option<u64>,
@@ -47,18 +40,17 @@ pub async fn grep(a: GrepArgs) -> Result<(), CliError> {
         let page = a.max_count.map_or(1000, |m| (m - printed).clamp(1, 1000));
         let request = client
             .request(reqwest::Method::GET, &format!("/v1/memories/{id}/grep"))
+            .query(&a.what)
             .query(&[
-                ("pattern", a.pattern.clone()),
-                ("fixed", a.fixed.to_string()),
-                ("ignore_case", a.ignore_case.to_string()),
-                ("context", a.context.to_string()),
                 ("max_matches", page.to_string()),
                 ("after", after.to_string()),
             ]);
         let answer = client.send_json(request).await?;
         let matches = answer["matches"].as_array().cloned().unwrap_or_default();
         printed += matches.len() as u64;
-        client.print(&answer, |v| print_page(v, a.context > 0, &mut last_shown));
+        client.print(&answer, |v| {
+            print_page(v, a.what.context > 0, &mut last_shown)
+        });
         match answer["next"].as_u64() {
             Some(next) if a.max_count.is_none_or(|m| printed < m) => after = next,
             Some(next) => {

@@ -8,6 +8,7 @@ use futures::StreamExt;
 use tokio_util::io::ReaderStream;
 
 use super::{CliError, Client, Conn};
+use crate::model::PutFields;
 
 /// `cairn put`.
 #[derive(Args, Debug)]
@@ -20,30 +21,10 @@ pub struct PutArgs {
     /// Read the content from this file.
     #[arg(long)]
     file: Option<PathBuf>,
-    /// Memory type (TOOL_OUTPUT, WEB_SCRAPE, DOCUMENT, ...).
-    #[arg(long = "type")]
-    kind: Option<String>,
-    /// Subtype, usually the tool name.
-    #[arg(long)]
-    subtype: Option<String>,
-    /// Short title.
-    #[arg(long)]
-    title: Option<String>,
-    /// A tag (repeatable).
-    #[arg(long = "tag")]
-    tags: Vec<String>,
-    /// Thread or session link.
-    #[arg(long)]
-    thread: Option<String>,
-    /// Checkpoint link.
-    #[arg(long)]
-    checkpoint: Option<String>,
-    /// Directory link.
-    #[arg(long)]
-    directory: Option<String>,
-    /// Media type of the content.
-    #[arg(long, default_value = "text/plain")]
-    mime: String,
+    /// What the content is: the same fields as REST's and MCP's (the
+    /// content is sent as bytes, so `--mime` defaults to text/plain).
+    #[command(flatten)]
+    fields: PutFields,
 }
 
 /// A streamed request body from a file or stdin (`-`), with a progress bar
@@ -94,23 +75,14 @@ pub async fn run(a: PutArgs) -> Result<(), CliError> {
         _ => return Err(CliError::Usage("give --stdin or --file PATH".into())),
     };
     let client = Client::new(a.conn)?;
-    let mut query: Vec<(&str, String)> = vec![("mime", a.mime)];
-    let optional = [
-        ("type", a.kind),
-        ("subtype", a.subtype),
-        ("title", a.title),
-        ("thread", a.thread),
-        ("checkpoint", a.checkpoint),
-        ("directory", a.directory),
-    ];
-    query.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
-    if !a.tags.is_empty() {
-        query.push(("tags", a.tags.join(",")));
-    }
+    let fields = PutFields {
+        mime: a.fields.mime.or_else(|| Some("text/plain".to_owned())),
+        ..a.fields
+    };
     let body = body_of(&source, None).await?;
     let request = client
         .request(reqwest::Method::POST, "/v1/memories")
-        .query(&query)
+        .query(&fields)
         .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
         .body(body);
     let answer = client.send_json(request).await?;

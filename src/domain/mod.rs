@@ -1,40 +1,19 @@
 //! The domain: memories, slicing, summaries, pointers. No HTTP, no SQL here.
 
-pub mod access;
-pub mod api_put;
 pub mod compress;
-pub mod content;
 mod error;
-pub mod fields;
 pub mod foreground;
-pub mod frame_cache;
-pub mod gc;
 pub mod governor;
-pub mod grep;
-pub mod grep_across;
-pub mod grep_plan;
-pub mod grep_words;
-pub mod ids;
-pub mod ingest;
-pub mod jq_query;
 pub mod ledger;
+pub mod maintenance;
 pub mod memories;
 pub mod portable;
-pub mod pricing;
 pub mod proxying;
-pub mod reader;
 pub mod redact;
-pub mod retention;
 pub mod search;
-pub mod seekable;
-pub mod slicing;
 pub mod summarizer;
 pub mod summary;
-pub mod summary_jobs;
-pub mod token_slice;
 pub mod tokens;
-pub mod uri;
-pub mod verify;
 
 pub use error::DomainError;
 

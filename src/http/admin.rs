@@ -13,10 +13,12 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::filters::list_query;
 use super::state::AppState;
 use super::views::rfc3339;
-use crate::domain::retention::{PruneRequest, RetentionRule};
-use crate::storage::meta::{PruneFilter, PruneOrder};
+use crate::domain::maintenance::retention::{PruneRequest, RetentionRule};
+use crate::model::MemoryFilter;
+use crate::storage::meta::PruneOrder;
 
 /// Answers 403 unless the caller holds an admin key.
 fn require_admin(caller: &Caller) -> Result<(), AppError> {
@@ -70,19 +72,9 @@ pub struct PruneBody {
     /// Which go first: `oldest` (default) or `least_accessed`.
     #[serde(default)]
     pub order: OrderParam,
-    /// Only memories of this type.
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    /// Only this subtype.
-    pub subtype: Option<String>,
-    /// Only memories with this tag.
-    pub tag: Option<String>,
-    /// Only this thread.
-    pub thread: Option<String>,
-    /// Only this checkpoint.
-    pub checkpoint: Option<String>,
-    /// Only this directory.
-    pub directory: Option<String>,
+    /// Which memories the rule looks at: the filter of a listing.
+    #[serde(flatten)]
+    pub filter: MemoryFilter,
     /// Report what would go, change nothing (default false).
     #[serde(default)]
     pub dry_run: bool,
@@ -174,15 +166,7 @@ impl PruneBody {
             ));
         }
         Ok(PruneRequest {
-            filter: PruneFilter {
-                namespace,
-                kind: self.kind.map(|k| k.to_ascii_uppercase()),
-                subtype: self.subtype,
-                tag: self.tag,
-                thread: self.thread,
-                checkpoint: self.checkpoint,
-                directory: self.directory,
-            },
+            filter: list_query(self.filter, namespace, 0)?,
             rule,
             order: match self.order {
                 OrderParam::Oldest => PruneOrder::Oldest,

@@ -13,8 +13,8 @@ use super::error::{AppError, ErrorBody};
 use super::extract::ApiPath;
 use super::state::AppState;
 use super::views::Binary;
-use crate::domain::content;
-use crate::domain::ids::IdRef;
+use crate::domain::memories::ids::IdRef;
+use crate::domain::memories::read::content;
 
 /// The whole content (or one `Range`), verified frame by frame as it streams.
 #[utoipa::path(

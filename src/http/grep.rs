@@ -12,27 +12,16 @@ use super::extract::{ApiPath, ApiQuery};
 use super::filters::list_query;
 use super::state::AppState;
 use super::views::{AcrossGrepView, GrepView};
-use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
-use crate::domain::grep_across::{AcrossCursor, grep_across};
-use crate::domain::ids::IdRef;
-use crate::model::MemoryFilter;
+use crate::domain::memories::grep::GrepQuery;
+use crate::domain::memories::grep::across::{AcrossCursor, grep_across};
+use crate::domain::memories::ids::IdRef;
+use crate::model::{GrepPattern, MemoryFilter};
 use crate::storage::meta::ListQuery;
 
-/// What to look for in the memory.
+/// How much of the memory's matches one answer holds, beside a [`GrepPattern`].
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct GrepParams {
-    /// A regex (Rust `regex` syntax: linear time, no backreferences), matched against each line.
-    pub pattern: String,
-    /// Take `pattern` as a literal string.
-    #[serde(default)]
-    pub fixed: bool,
-    /// Match regardless of case.
-    #[serde(default)]
-    pub ignore_case: bool,
-    /// Lines of context before and after each match (0–10, default 0).
-    #[serde(default)]
-    pub context: u32,
     /// Most matches to return (1–1000, default 100).
     pub max_matches: Option<u32>,
     /// Start after this line (default 0: from the top); pass an answer's `next` to continue.
@@ -40,23 +29,10 @@ pub struct GrepParams {
     pub after: u64,
 }
 
-impl From<GrepParams> for GrepQuery {
-    fn from(p: GrepParams) -> Self {
-        Self {
-            pattern: p.pattern,
-            fixed: p.fixed,
-            ignore_case: p.ignore_case,
-            context: p.context,
-            max_matches: p.max_matches.unwrap_or(DEFAULT_MATCHES),
-            after: p.after,
-        }
-    }
-}
-
 /// The lines of a memory that match a pattern, with context, paged by `after`/`next`.
 #[utoipa::path(
     get, path = "/v1/memories/{id}/grep", tag = "slices",
-    params(("id" = String, Path, description = "Full id or unique prefix"), GrepParams),
+    params(("id" = String, Path, description = "Full id or unique prefix"), GrepPattern, GrepParams),
     responses(
         (status = 200, description = "Matching lines", body = GrepView),
         (status = 400, description = "Bad pattern (or one too big to compile), context or max_matches", body = ErrorBody),
@@ -68,9 +44,10 @@ pub async fn grep(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
+    ApiQuery(what): ApiQuery<GrepPattern>,
     ApiQuery(params): ApiQuery<GrepParams>,
 ) -> Result<Json<GrepView>, AppError> {
-    let query = GrepQuery::from(params);
+    let query = GrepQuery::new(what, params.max_matches, params.after);
     let (id, result) = state
         .memories
         .grep(&caller.namespace, &IdRef::parse(&id)?, &query)
@@ -78,21 +55,11 @@ pub async fn grep(
     Ok(Json(GrepView::new(&id, result)))
 }
 
-/// What to look for, and how many of the memories a [`MemoryFilter`] beside it selects.
+/// How many matches, and how many of the memories a [`MemoryFilter`]
+/// selects, beside a [`GrepPattern`].
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AcrossParams {
-    /// A regex (Rust `regex` syntax), matched against each line.
-    pub pattern: String,
-    /// Take `pattern` as a literal string.
-    #[serde(default)]
-    pub fixed: bool,
-    /// Match regardless of case.
-    #[serde(default)]
-    pub ignore_case: bool,
-    /// Lines of context before and after each match (0–10, default 0).
-    #[serde(default)]
-    pub context: u32,
     /// Most matches in all (1–1000, default 100).
     pub max_matches: Option<u32>,
     /// Memories to search, newest first (1–200, default 50).
@@ -106,7 +73,7 @@ pub struct AcrossParams {
 /// bytes scanned for the request, `next_cursor` to continue.
 #[utoipa::path(
     get, path = "/v1/grep", tag = "search",
-    params(AcrossParams, MemoryFilter),
+    params(GrepPattern, AcrossParams, MemoryFilter),
     responses(
         (status = 200, description = "Matching lines by memory", body = AcrossGrepView),
         (status = 400, description = "Bad pattern, option, filter or cursor", body = ErrorBody),
@@ -118,10 +85,11 @@ pub struct AcrossParams {
 pub async fn across(
     State(state): State<AppState>,
     caller: Caller,
+    ApiQuery(what): ApiQuery<GrepPattern>,
     ApiQuery(filter): ApiQuery<MemoryFilter>,
     ApiQuery(params): ApiQuery<AcrossParams>,
 ) -> Result<Json<AcrossGrepView>, AppError> {
-    let (list, query, cursor) = params.into_parts(filter, caller.namespace)?;
+    let (list, query, cursor) = params.into_parts(what, filter, caller.namespace)?;
     let budget = state.memories.limits().grep_scan_bytes;
     let answer = grep_across(&state.memories, list, &query, cursor, budget).await?;
     Ok(Json(AcrossGrepView::new(answer)))
@@ -131,6 +99,7 @@ impl AcrossParams {
     /// The memories to search in `namespace`, the grep, and where to start.
     fn into_parts(
         self,
+        what: GrepPattern,
         filter: MemoryFilter,
         namespace: String,
     ) -> Result<(ListQuery, GrepQuery, Option<AcrossCursor>), AppError> {
@@ -145,14 +114,7 @@ impl AcrossParams {
             })?),
             None => None,
         };
-        let query = GrepQuery {
-            pattern: self.pattern,
-            fixed: self.fixed,
-            ignore_case: self.ignore_case,
-            context: self.context,
-            max_matches: self.max_matches.unwrap_or(DEFAULT_MATCHES),
-            after: 0,
-        };
+        let query = GrepQuery::new(what, self.max_matches, 0);
         Ok((list_query(filter, namespace, memories)?, query, cursor))
     }
 }

@@ -19,72 +19,25 @@ use super::extract::{ApiPath, ApiQuery};
 use super::filters::{limit, list_query};
 use super::state::AppState;
 use super::views::{Binary, ListView, MemoryView, PutView, RedactedView};
-use crate::domain::api_put;
-use crate::domain::fields::FieldsInput;
-use crate::domain::ids::IdRef;
-use crate::model::MemoryFilter;
+use crate::domain::memories::ids::IdRef;
+use crate::domain::memories::put;
+use crate::model::{MemoryFilter, PutFields};
 
-/// Descriptive fields as query parameters (raw uploads; JSON puts may use them too).
-#[derive(Deserialize, IntoParams, Default)]
-#[into_params(parameter_in = Query)]
-pub struct PutParams {
-    /// TOOL_OUTPUT (default), WEB_SCRAPE, FILE_LIST, TRANSCRIPT, SUMMARY, CONTEXT, DOCUMENT, ...
-    #[serde(rename = "type")]
-    #[param(rename = "type")]
-    pub kind: Option<String>,
-    /// Usually the tool name, e.g. `pytest`.
-    pub subtype: Option<String>,
-    /// Media type of the content (default: the request's Content-Type, else text/plain).
-    pub mime: Option<String>,
-    /// Short title.
-    pub title: Option<String>,
-    /// Comma-separated tags.
-    pub tags: Option<String>,
-    /// Thread or session id.
-    pub thread: Option<String>,
-    /// Checkpoint id.
-    pub checkpoint: Option<String>,
-    /// Directory the content belongs to.
-    pub directory: Option<String>,
-    /// Seconds until the memory expires (1 to ten years; default: never).
-    pub ttl_seconds: Option<u64>,
-    /// Never pruned nor expired (default false).
-    pub pinned: Option<bool>,
-}
-
-/// A JSON put: the content and its descriptive fields.
+/// A JSON put: the content and its fields (a raw upload gives the fields as query parameters).
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutBody {
     /// The content to store (UTF-8 text; send other bytes as a raw body).
     pub content: String,
-    /// TOOL_OUTPUT (default), WEB_SCRAPE, FILE_LIST, TRANSCRIPT, SUMMARY, CONTEXT, DOCUMENT, ...
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    /// Usually the tool name.
-    pub subtype: Option<String>,
-    /// Media type of the content (default text/plain).
-    pub mime: Option<String>,
-    /// Short title.
-    pub title: Option<String>,
-    /// Tags.
-    pub tags: Option<Vec<String>>,
-    /// Thread or session id.
-    pub thread: Option<String>,
-    /// Checkpoint id.
-    pub checkpoint: Option<String>,
-    /// Directory the content belongs to.
-    pub directory: Option<String>,
-    /// Seconds until the memory expires (1 to ten years; default: never).
-    pub ttl_seconds: Option<u64>,
-    /// Never pruned nor expired (default false).
-    pub pinned: Option<bool>,
+    /// What the content is: the fields of the query string, which fill those the body leaves out.
+    #[serde(flatten)]
+    pub fields: PutFields,
 }
 
 /// Stores content. `application/json` bodies are a [`PutBody`]; any other
 /// content type is the content itself, streamed, with fields as query parameters.
 #[utoipa::path(
-    post, path = "/v1/memories", tag = "memories", params(PutParams),
+    post, path = "/v1/memories", tag = "memories", params(PutFields),
     request_body(description = "A JSON `PutBody`, or the raw content with any other content type", content(
         (PutBody = "application/json"),
         (String = "text/plain"),
@@ -102,21 +55,25 @@ pub struct PutBody {
 pub async fn put(
     State(state): State<AppState>,
     caller: Caller,
-    ApiQuery(params): ApiQuery<PutParams>,
+    ApiQuery(query): ApiQuery<PutFields>,
     request: Request,
 ) -> Result<Response, AppError> {
     let ns = &caller.namespace;
     let stored = match media_type(&request) {
         Some(json) if json == "application/json" => {
             let body = read_json(request.into_body(), state.config.max_json_bytes).await?;
-            let (fields, content) = body.fields(params);
+            let fields = body.fields.or(query);
+            let content = body.content;
             let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(content))]);
-            api_put::put(&state.memories, &state.ledger, ns, fields, content).await?
+            put::put(&state.memories, &state.ledger, ns, fields, content).await?
         }
         media_type => {
-            let fields = params.fields(media_type);
+            let fields = PutFields {
+                mime: query.mime.or(media_type),
+                ..query
+            };
             let body = request.into_body().into_data_stream();
-            api_put::put(&state.memories, &state.ledger, ns, fields, body).await?
+            put::put(&state.memories, &state.ledger, ns, fields, body).await?
         }
     };
     let status = if stored.deduplicated {
@@ -149,45 +106,6 @@ fn media_type(request: &Request) -> Option<String> {
         })
 }
 
-impl PutParams {
-    /// The fields of a raw upload (`mime` defaults to the request's media type).
-    fn fields(self, media_type: Option<String>) -> FieldsInput {
-        FieldsInput {
-            kind: self.kind,
-            subtype: self.subtype,
-            mime: self.mime.or(media_type),
-            title: self.title,
-            tags: split_tags(self.tags.as_deref()),
-            thread: self.thread,
-            checkpoint: self.checkpoint,
-            directory: self.directory,
-            ttl_seconds: self.ttl_seconds,
-            pinned: self.pinned,
-        }
-    }
-}
-
-impl PutBody {
-    /// The fields of a JSON put (its own first, else the query's) and its content.
-    fn fields(self, params: PutParams) -> (FieldsInput, String) {
-        let fields = FieldsInput {
-            kind: self.kind.or(params.kind),
-            subtype: self.subtype.or(params.subtype),
-            mime: self.mime.or(params.mime),
-            title: self.title.or(params.title),
-            tags: self
-                .tags
-                .unwrap_or_else(|| split_tags(params.tags.as_deref())),
-            thread: self.thread.or(params.thread),
-            checkpoint: self.checkpoint.or(params.checkpoint),
-            directory: self.directory.or(params.directory),
-            ttl_seconds: self.ttl_seconds.or(params.ttl_seconds),
-            pinned: self.pinned.or(params.pinned),
-        };
-        (fields, self.content)
-    }
-}
-
 /// Reads a JSON put body of at most `limit` bytes.
 async fn read_json(body: Body, limit: usize) -> Result<PutBody, AppError> {
     let bytes = http_body_util::Limited::new(body, limit)
@@ -214,11 +132,6 @@ async fn read_json(body: Body, limit: usize) -> Result<PutBody, AppError> {
         };
         AppError::new(status, "invalid_json", format!("invalid JSON body: {e}"))
     })
-}
-
-fn split_tags(tags: Option<&str>) -> Vec<String> {
-    tags.map(|t| t.split(',').map(str::to_owned).collect())
-        .unwrap_or_default()
 }
 
 /// The page of a listing (its filter is a [`MemoryFilter`] beside it).

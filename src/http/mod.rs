@@ -42,6 +42,7 @@ mod slices;
 pub mod state;
 mod stats;
 mod tokens;
+pub(crate) mod upstream;
 mod usage;
 pub mod views;
 

@@ -46,7 +46,9 @@ impl Modify for BearerAuth {
 ///   `{id}` path (400 invalid id, 404 unknown, 409 ambiguous prefix), a
 ///   bearer key (401), an admin route (403);
 /// - a unique `operationId` per operation (handlers of several modules share
-///   a name, such as `get`): a repeated one becomes `<method>_<path words>`.
+///   a name, such as `get`): a repeated one becomes `<method>_<path words>`;
+/// - JSON request bodies that flatten a shared noun (a put's fields, a
+///   prune's filter) as one closed object, see [`close_flattened_bodies`].
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     use std::collections::HashMap;
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -94,6 +96,70 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
             if path.starts_with("/v1/admin/") {
                 add_error(operation, "403", "Not an admin key");
             }
+        }
+    }
+    close_flattened_bodies(doc);
+}
+
+/// utoipa writes a struct with a `#[serde(flatten)]` field as `allOf` the
+/// flattened type and its own fields, which cannot say that no other field
+/// is accepted. Every JSON request body of this API refuses unknown fields,
+/// so each such body becomes one object of all the fields, closed with
+/// `additionalProperties: false`, as a body without a flattened field is.
+fn close_flattened_bodies(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::schema::{AdditionalProperties, Object, Schema};
+    use utoipa::openapi::{RefOr, Type};
+    let mut bodies: Vec<String> = Vec::new();
+    for item in doc.paths.paths.values() {
+        for (_, operation) in operations(item) {
+            let json = operation
+                .request_body
+                .as_ref()
+                .and_then(|b| b.content.get("application/json"));
+            if let Some(RefOr::Ref(r)) = json.and_then(|c| c.schema.as_ref())
+                && let Some(name) = r.ref_location.strip_prefix("#/components/schemas/")
+            {
+                bodies.push(name.to_owned());
+            }
+        }
+    }
+    let Some(components) = doc.components.as_mut() else {
+        return;
+    };
+    for name in bodies {
+        let Some(RefOr::T(Schema::AllOf(all))) = components.schemas.get(&name) else {
+            continue;
+        };
+        let mut merged = Object::with_type(Type::Object);
+        merged.description.clone_from(&all.description);
+        let mut whole = true;
+        for part in &all.items {
+            let object = match part {
+                RefOr::T(Schema::Object(object)) => Some(object),
+                RefOr::Ref(r) => r
+                    .ref_location
+                    .strip_prefix("#/components/schemas/")
+                    .and_then(|name| components.schemas.get(name))
+                    .and_then(|schema| match schema {
+                        RefOr::T(Schema::Object(object)) => Some(object),
+                        _ => None,
+                    }),
+                _ => None,
+            };
+            let Some(object) = object else {
+                whole = false;
+                break;
+            };
+            for (field, schema) in &object.properties {
+                merged.properties.insert(field.clone(), schema.clone());
+            }
+            merged.required.extend(object.required.iter().cloned());
+        }
+        if whole {
+            merged.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+            components
+                .schemas
+                .insert(name, RefOr::T(Schema::Object(merged)));
         }
     }
 }

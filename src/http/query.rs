@@ -10,7 +10,7 @@ use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::state::AppState;
 use super::views::QueryView;
-use crate::domain::ids::IdRef;
+use crate::domain::memories::ids::IdRef;
 
 /// The program to run.
 #[derive(Deserialize, IntoParams)]

@@ -15,10 +15,10 @@ use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::state::AppState;
 use super::views::SliceView;
-use crate::domain::ids::IdRef;
-use crate::domain::slicing::Slice;
-use crate::domain::token_slice::{Start, TokenBudget};
-use crate::domain::uri::{MemUri, Selector};
+use crate::domain::memories::ids::IdRef;
+use crate::domain::memories::read::slicing::Slice;
+use crate::domain::memories::read::token_slice::{Start, TokenBudget};
+use crate::domain::memories::uri::{MemUri, Selector};
 
 /// A line range, 1-based and inclusive.
 #[derive(Deserialize, IntoParams)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::auth::Auth;
 use super::limits::Limits;
-use super::proxy::upstream::Proxy;
+use super::upstream::Proxy;
 use crate::domain::compress::Compressor;
 use crate::domain::governor::GovernorConfig;
 use crate::domain::ledger::Ledger;
@@ -49,13 +49,13 @@ pub struct AppState {
     /// Full-text search and refs.
     pub search: Arc<Search>,
     /// Prune, GC and verify.
-    pub maintenance: Arc<crate::domain::retention::Maintenance>,
+    pub maintenance: Arc<crate::domain::maintenance::retention::Maintenance>,
     /// What `/metrics` exposes.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The LLM proxy's upstreams and settings.
     pub proxy: Arc<Proxy>,
     /// Bounds of jq queries.
-    pub jq: Arc<crate::domain::jq_query::JqLimits>,
+    pub jq: Arc<crate::domain::memories::jq::JqLimits>,
     /// The shared hot cache, when configured (for `/readyz`).
     pub cache: Option<Arc<crate::storage::cache::redis::RedisCache>>,
 }

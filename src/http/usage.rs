@@ -13,8 +13,8 @@ use super::state::AppState;
 use super::views::{BudgetView, CalibrationView};
 use crate::domain::DomainError;
 use crate::domain::ledger::budget::round_usd;
+use crate::domain::ledger::pricing::Price;
 use crate::domain::ledger::{MAX_REPORT_TOKENS, UsageReport};
-use crate::domain::pricing::Price;
 
 /// Usage as the provider reported it for one call.
 #[derive(Deserialize, ToSchema)]

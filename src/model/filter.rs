@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
     Deserialize,
     Serialize,
     utoipa::IntoParams,
+    utoipa::ToSchema,
     schemars::JsonSchema,
     clap::Args,
 )]

@@ -3,5 +3,9 @@
 //! domain and every surface can use it.
 
 pub mod filter;
+pub mod grep;
+pub mod put;
 
 pub use filter::MemoryFilter;
+pub use grep::GrepPattern;
+pub use put::PutFields;

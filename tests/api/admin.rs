@@ -128,7 +128,35 @@ async fn prune_by_entries_bytes_days_and_filter() {
         .await
         .json();
     assert_eq!(answer["removed_count"], 0, "no WEB_SCRAPE memory");
-    assert_eq!(app.ids().await, [b]);
+    assert_eq!(app.ids().await, [b.as_str()]);
+
+    // The time window of a listing too: `until` an hour ago selects nothing,
+    // `since` an hour ago everything; a bad time is a 400 naming it.
+    let hour_ago = (chrono::Utc::now() - chrono::Duration::hours(1)).timestamp();
+    let answer = app
+        .admin(
+            "/v1/admin/prune",
+            json!({"keep_entries": 0, "until": hour_ago.to_string()}),
+        )
+        .await
+        .json();
+    assert_eq!(answer["removed_count"], 0, "{answer}");
+    let answer = app
+        .admin(
+            "/v1/admin/prune",
+            json!({"keep_entries": 0, "since": hour_ago.to_string()}),
+        )
+        .await
+        .json();
+    assert_eq!(removed_ids(&answer), [b]);
+    let error = app
+        .admin(
+            "/v1/admin/prune",
+            json!({"keep_entries": 0, "since": "yesterday"}),
+        )
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_request");
+    assert_eq!(error["field"], "since");
 }
 
 #[tokio::test]

@@ -12,9 +12,9 @@ use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 
 use crate::domain::DomainError;
-use crate::domain::fields::FieldsInput;
-use crate::domain::ids::IdRef;
 use crate::domain::memories::Memories;
+use crate::domain::memories::ids::IdRef;
+use crate::model::PutFields;
 
 /// Puts in flight at once.
 const CONCURRENT_PUTS: usize = 16;
@@ -190,13 +190,13 @@ impl Offloader {
         job: Job,
         thread: Option<&str>,
     ) -> Result<StoredRef, DomainError> {
-        let fields = FieldsInput {
+        let fields = PutFields {
             kind: Some(job.kind.to_owned()),
             subtype: job.subtype,
             mime: Some(job.mime.to_owned()),
             title: Some(job.title),
             thread: thread.map(str::to_owned),
-            ..FieldsInput::default()
+            ..PutFields::default()
         };
         let body = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(job.content))]);
         let record = self.memories.put(namespace, fields, body).await?.record;
@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(job.mime, "application/x-ndjson");
         assert_eq!(
             hex::encode(job.hash),
-            crate::domain::ids::MemoryId::of_content(b"x").as_str()
+            crate::domain::memories::ids::MemoryId::of_content(b"x").as_str()
         );
     }
 }

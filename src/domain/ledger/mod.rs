@@ -11,10 +11,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use super::DomainError;
-use super::memories::Stored;
-use super::pricing::{Pricing, normalize};
-use super::tokens::Counter;
+use crate::domain::DomainError;
+use crate::domain::ledger::pricing::{Pricing, normalize};
+use crate::domain::tokens::Counter;
 use crate::metrics::{Metrics, type_label};
 use crate::storage::cache::spend::SharedSpend;
 use crate::storage::meta::{CalibrationRow, LedgerStore, UsageQuery, UsageRow};
@@ -22,6 +21,7 @@ use crate::storage::meta::{CalibrationRow, LedgerStore, UsageQuery, UsageRow};
 pub mod budget;
 pub mod calibration;
 mod pending;
+pub mod pricing;
 mod report;
 mod stats;
 mod writes;
@@ -255,24 +255,6 @@ impl Ledger {
             .pending
             .add_counter(namespace, source.counter(), tokens, cost);
         Ok(())
-    }
-
-    /// Accounts a client's put (REST or MCP): its saving and its bytes for the
-    /// dedup ratio. A failure is logged and never fails the put.
-    pub async fn account_put(&self, namespace: &str, stored: &Stored) {
-        let saving = self.record_saving(
-            namespace,
-            SavingSource::Put,
-            &stored.record.fields.kind,
-            None,
-            stored.tokens_saved,
-        );
-        let put = self.record_put(namespace, stored.record.bytes, stored.deduplicated);
-        for result in [saving.await, put.await] {
-            if let Err(e) = result {
-                tracing::warn!(error = %e, "could not account a put");
-            }
-        }
     }
 
     /// Records one put through the API: its content length and whether it was new

@@ -7,7 +7,7 @@ use super::budget::{Limits, Spend};
 use super::calibration::Calibration;
 use super::{MAX_MODEL_CHARS, MAX_REPORT_TOKENS};
 use crate::domain::DomainError;
-use crate::domain::pricing::{Price, normalize};
+use crate::domain::ledger::pricing::{Price, normalize};
 use crate::storage::meta::UsageRow;
 
 /// A provider's usage report, validated.

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::gc::{self, GcReport};
-use super::memories::Memories;
-use super::verify::{self, VerifyReport};
-use super::{DomainError, now_ms};
+use crate::domain::maintenance::gc::{self, GcReport};
+use crate::domain::maintenance::verify::{self, VerifyReport};
+use crate::domain::memories::Memories;
+use crate::domain::{DomainError, now_ms};
 use crate::storage::blob::BlobStore;
-use crate::storage::meta::{MetaStore, PruneFilter, PruneOrder, RetentionRow};
+use crate::storage::meta::{ListQuery, MetaStore, PruneOrder, RetentionRow};
 
 /// Milliseconds in a day.
 const DAY_MS: i64 = 86_400_000;
@@ -36,8 +36,8 @@ impl RetentionRule {
 /// A prune: which memories, what to keep, in which order to remove.
 #[derive(Clone, Debug)]
 pub struct PruneRequest {
-    /// Namespace and field filters.
-    pub filter: PruneFilter,
+    /// Namespace and field filters (the query's page is not used).
+    pub filter: ListQuery,
     /// What to keep.
     pub rule: RetentionRule,
     /// Removal order.
@@ -213,9 +213,9 @@ impl Maintenance {
             for namespace in self.meta.namespaces().await? {
                 let report = self
                     .prune(&PruneRequest {
-                        filter: PruneFilter {
+                        filter: ListQuery {
                             namespace,
-                            ..PruneFilter::default()
+                            ..ListQuery::default()
                         },
                         rule: rule.clone(),
                         order: PruneOrder::Oldest,

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use super::DomainError;
-use super::seekable;
+use crate::domain::DomainError;
+use crate::domain::memories::read::seekable;
 use crate::storage::StorageError;
 use crate::storage::blob::{BlobStore, RangeTransform};
 use crate::storage::meta::{FrameEntry, Layout, MetaStore, ObjectRecord, PageEntry};
@@ -109,7 +109,7 @@ pub async fn verify(
         }
     }
     // Files left over name no row (puts in flight or crash leftovers).
-    let rows = super::gc::blob_rows(meta).await?;
+    let rows = crate::domain::maintenance::gc::blob_rows(meta).await?;
     report.orphaned_files = files.into_keys().filter(|h| !rows.contains(h)).collect();
     report.orphaned_rows = meta.memories_without_object().await?;
     Ok(report)

@@ -1,6 +1,7 @@
-//! Validation of the descriptive fields a client gives at put.
+//! Validation of the descriptive fields a client gives at put ([`PutFields`]).
 
-use super::DomainError;
+use crate::domain::DomainError;
+use crate::model::PutFields;
 use crate::storage::meta::MemoryFields;
 
 /// Type given when the client names none.
@@ -8,35 +9,12 @@ pub const DEFAULT_TYPE: &str = "TOOL_OUTPUT";
 /// Media type given when the client names none.
 pub const DEFAULT_MIME: &str = "text/plain";
 
-/// Fields as received, before validation.
-#[derive(Clone, Debug, Default)]
-pub struct FieldsInput {
-    /// Memory type (TOOL_OUTPUT, WEB_SCRAPE, ...); upper-cased.
-    pub kind: Option<String>,
-    /// Subtype, usually the tool name.
-    pub subtype: Option<String>,
-    /// Media type.
-    pub mime: Option<String>,
-    /// Title.
-    pub title: Option<String>,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// Thread link.
-    pub thread: Option<String>,
-    /// Checkpoint link.
-    pub checkpoint: Option<String>,
-    /// Directory link.
-    pub directory: Option<String>,
-    /// Seconds until the memory expires (none: never).
-    pub ttl_seconds: Option<u64>,
-    /// Never pruned nor expired.
-    pub pinned: Option<bool>,
-}
-
 /// Longest accepted `ttl_seconds`: ten years.
 pub const MAX_TTL_SECONDS: u64 = 10 * 365 * 86_400;
 
-impl FieldsInput {
+/// The domain's side of the put fields every surface declares with
+/// [`PutFields`]: what makes them valid.
+impl PutFields {
     /// Checks every field, naming the first one that is wrong.
     pub fn validate(self) -> Result<MemoryFields, DomainError> {
         let kind = match self.kind.filter(|k| !k.is_empty()) {
@@ -135,10 +113,10 @@ mod tests {
 
     #[test]
     fn defaults_and_normalisation() {
-        let fields = FieldsInput {
+        let fields = PutFields {
             kind: Some("web_scrape".into()),
             tags: vec!["b".into(), " a ".into(), "b".into(), String::new()],
-            ..FieldsInput::default()
+            ..PutFields::default()
         }
         .validate()
         .unwrap();
@@ -149,31 +127,31 @@ mod tests {
 
     #[test]
     fn bad_fields_are_named() {
-        let err = FieldsInput {
+        let err = PutFields {
             kind: Some("9lives".into()),
-            ..FieldsInput::default()
+            ..PutFields::default()
         }
         .validate()
         .unwrap_err();
         assert!(err.to_string().starts_with("type:"));
-        let err = FieldsInput {
+        let err = PutFields {
             mime: Some("plain".into()),
-            ..FieldsInput::default()
+            ..PutFields::default()
         }
         .validate()
         .unwrap_err();
         assert!(err.to_string().starts_with("mime:"));
-        let err = FieldsInput {
+        let err = PutFields {
             title: Some("x\u{0}".into()),
-            ..FieldsInput::default()
+            ..PutFields::default()
         }
         .validate()
         .unwrap_err();
         assert!(err.to_string().starts_with("title:"));
         for ttl in [0, MAX_TTL_SECONDS + 1] {
-            let err = FieldsInput {
+            let err = PutFields {
                 ttl_seconds: Some(ttl),
-                ..FieldsInput::default()
+                ..PutFields::default()
             }
             .validate()
             .unwrap_err();

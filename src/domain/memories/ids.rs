@@ -4,7 +4,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use super::DomainError;
+use crate::domain::DomainError;
 
 /// Shortest prefix a client may use to name a memory (as git does).
 pub const MIN_PREFIX_LEN: usize = 12;

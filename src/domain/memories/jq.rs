@@ -12,8 +12,8 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
-use super::DomainError;
-use super::reader::ObjectReader;
+use crate::domain::DomainError;
+use crate::domain::memories::read::ObjectReader;
 
 /// Bytes fed to the worker per write.
 const FEED_BYTES: u64 = 1 << 20;

@@ -5,24 +5,34 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::Stream;
 
-use super::access::AccessRecorder;
-use super::fields::FieldsInput;
-use super::frame_cache::FrameCache;
-use super::gc::ObjectLocks;
-use super::ids::{IdRef, MemoryId};
-use super::ingest::{self, IngestConfig};
-use super::reader::ObjectReader;
-use super::redact;
-use super::slicing::SliceLimits;
-use super::summary::{self, SUMMARY_CHARS, SummaryFacts};
-use super::summary_jobs::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
-use super::tokens::stream::content_tokens;
-use super::{DomainError, now_ms};
+use crate::domain::memories::access::AccessRecorder;
+use crate::domain::memories::ids::{IdRef, MemoryId};
+use crate::domain::memories::ingest::IngestConfig;
+use crate::domain::memories::locks::ObjectLocks;
+use crate::domain::memories::read::ObjectReader;
+use crate::domain::memories::read::frame_cache::FrameCache;
+use crate::domain::memories::read::slicing::SliceLimits;
+use crate::domain::redact;
+use crate::domain::summary::jobs::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
+use crate::domain::summary::{self, SUMMARY_CHARS, SummaryFacts};
+use crate::domain::tokens::stream::content_tokens;
+use crate::domain::{DomainError, now_ms};
 use crate::metrics::Metrics;
+use crate::model::PutFields;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::{ListQuery, MemoryRecord, MetaStore, NewMemory, ObjectStore};
 
+pub mod access;
+pub mod fields;
+pub mod grep;
+pub mod ids;
+pub mod ingest;
+pub mod jq;
+pub mod locks;
+pub mod put;
+pub mod read;
 mod reads;
+pub mod uri;
 
 /// Largest page of a listing.
 pub const MAX_PAGE: u32 = 200;
@@ -230,7 +240,7 @@ impl Memories {
     pub async fn put<S, E>(
         &self,
         namespace: &str,
-        fields: FieldsInput,
+        fields: PutFields,
         body: S,
     ) -> Result<Stored, DomainError>
     where

@@ -6,17 +6,17 @@
 use bytes::Bytes;
 use futures::Stream;
 
-use super::DomainError;
-use super::fields::FieldsInput;
-use super::ledger::Ledger;
-use super::memories::{Memories, Stored};
+use crate::domain::DomainError;
+use crate::domain::ledger::{Ledger, SavingSource};
+use crate::domain::memories::{Memories, Stored};
+use crate::model::PutFields;
 
 /// Stores `body` as a memory of `namespace` and accounts the put.
 pub async fn put<S, E>(
     memories: &Memories,
     ledger: &Ledger,
     namespace: &str,
-    fields: FieldsInput,
+    fields: PutFields,
     body: S,
 ) -> Result<Stored, DomainError>
 where
@@ -24,6 +24,24 @@ where
     E: std::fmt::Display,
 {
     let stored = memories.put(namespace, fields, body).await?;
-    ledger.account_put(namespace, &stored).await;
+    account(ledger, namespace, &stored).await;
     Ok(stored)
+}
+
+/// Accounts a client's put: its saving and its bytes for the dedup ratio. A
+/// failure is logged and never fails the put.
+async fn account(ledger: &Ledger, namespace: &str, stored: &Stored) {
+    let saving = ledger.record_saving(
+        namespace,
+        SavingSource::Put,
+        &stored.record.fields.kind,
+        None,
+        stored.tokens_saved,
+    );
+    let put = ledger.record_put(namespace, stored.record.bytes, stored.deduplicated);
+    for result in [saving.await, put.await] {
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "could not account a put");
+        }
+    }
 }

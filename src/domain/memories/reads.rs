@@ -3,14 +3,14 @@
 
 use super::Memories;
 use crate::domain::DomainError;
-use crate::domain::grep::{self, GrepQuery, GrepResult};
-use crate::domain::grep_words;
-use crate::domain::ids::{IdRef, MemoryId};
-use crate::domain::jq_query::{self, JqLimits, JqResult};
-use crate::domain::reader::ObjectReader;
-use crate::domain::slicing::{self, Slice};
-use crate::domain::token_slice::{self, Start, TokenBudget};
-use crate::domain::uri::{MemUri, Selector};
+use crate::domain::memories::grep::words;
+use crate::domain::memories::grep::{self, GrepQuery, GrepResult};
+use crate::domain::memories::ids::{IdRef, MemoryId};
+use crate::domain::memories::jq::{self, JqLimits, JqResult};
+use crate::domain::memories::read::ObjectReader;
+use crate::domain::memories::read::slicing::{self, Slice};
+use crate::domain::memories::read::token_slice::{self, Start, TokenBudget};
+use crate::domain::memories::uri::{MemUri, Selector};
 use crate::storage::meta::SearchIndex;
 
 impl Memories {
@@ -63,7 +63,11 @@ impl Memories {
         grep::validate(query)?;
         // What cannot compile is refused before it is read for words.
         grep::compile(query)?;
-        let words = grep_words::required_words(&query.pattern, query.fixed, query.ignore_case);
+        let words = words::required_words(
+            &query.what.pattern,
+            query.what.fixed,
+            query.what.ignore_case,
+        );
         let (record, reader) = self.open(namespace, id).await?;
         let answer = self
             .grep_reader(reader, query, &words, self.limits.grep_scan_bytes)
@@ -74,7 +78,7 @@ impl Memories {
 
     /// Greps an opened memory's content, reading only the frames the
     /// full-text index shows may hold `words` (the pattern's
-    /// [`grep_words::required_words`]; see [`grep::grep`]).
+    /// [`words::required_words`]; see [`grep::grep`]).
     pub async fn grep_reader(
         &self,
         reader: ObjectReader,
@@ -144,7 +148,7 @@ impl Memories {
         Ok(slice)
     }
 
-    /// Runs a jq program on a memory's JSON (see [`jq_query::query`]).
+    /// Runs a jq program on a memory's JSON (see [`jq::query`]).
     pub async fn query(
         &self,
         namespace: &str,
@@ -153,7 +157,7 @@ impl Memories {
         limits: &JqLimits,
     ) -> Result<(MemoryId, JqResult), DomainError> {
         let (record, reader) = self.open(namespace, id).await?;
-        let result = jq_query::query(reader, program, limits).await?;
+        let result = jq::query(reader, program, limits).await?;
         self.metrics.slice("query", &record.fields.kind);
         Ok((MemoryId::from_stored(record.id), result))
     }

@@ -1,7 +1,7 @@
 //! `mem://` pointer URIs: the whole memory, a line range or a byte range.
 
-use super::DomainError;
-use super::ids::IdRef;
+use crate::domain::DomainError;
+use crate::domain::memories::ids::IdRef;
 
 /// A parsed pointer: which memory, which part of it, and an optional token
 /// budget for the slice.

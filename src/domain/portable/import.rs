@@ -13,8 +13,8 @@ use super::{
     read_jsonl,
 };
 use crate::domain::DomainError;
-use crate::domain::fields::FieldsInput;
-use crate::domain::ingest;
+use crate::domain::memories::ingest;
+use crate::model::PutFields;
 use crate::storage::meta::ImportedMemory;
 
 impl Portable {
@@ -114,7 +114,7 @@ impl Portable {
                 format!("{size} bytes, but memories.jsonl says {}", memory.bytes),
             ));
         }
-        let fields = FieldsInput {
+        let fields = PutFields {
             kind: Some(memory.kind.clone()),
             subtype: memory.subtype.clone(),
             mime: Some(memory.mime.clone()),
@@ -124,7 +124,7 @@ impl Portable {
             checkpoint: memory.checkpoint.clone(),
             directory: memory.directory.clone(),
             pinned: Some(memory.pinned),
-            ..FieldsInput::default()
+            ..PutFields::default()
         }
         .validate()
         .map_err(|e| invalid(path, format!("bad metadata: {e}")))?;

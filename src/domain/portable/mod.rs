@@ -17,11 +17,11 @@ use futures::{SinkExt, Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
-use super::content;
-use super::gc::ObjectLocks;
-use super::ingest::IngestConfig;
-use super::reader::ObjectReader;
 use super::{DomainError, now_ms};
+use crate::domain::memories::ingest::IngestConfig;
+use crate::domain::memories::locks::ObjectLocks;
+use crate::domain::memories::read::ObjectReader;
+use crate::domain::memories::read::content;
 use crate::storage::StorageError;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::{ListQuery, MemoryRecord, MetaStore};

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::exchanges::cost::Caching;
-use crate::domain::pricing::Price;
+use crate::domain::ledger::pricing::Price;
 
 /// The most turns ahead a decision counts on.
 pub const MAX_TURNS_AHEAD: u64 = 50;
@@ -81,7 +81,7 @@ pub fn weigh(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::pricing::Pricing;
+    use crate::domain::ledger::pricing::Pricing;
     use crate::domain::proxying::Provider;
 
     #[test]

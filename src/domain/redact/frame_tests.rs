@@ -124,8 +124,8 @@ fn ingested(
     frame_bytes: usize,
     redact: bool,
 ) -> (Vec<u8>, Option<Report>) {
-    use crate::domain::gc::ObjectLocks;
-    use crate::domain::ingest::{IngestConfig, ingest};
+    use crate::domain::memories::ingest::{IngestConfig, ingest};
+    use crate::domain::memories::locks::ObjectLocks;
     use crate::storage::meta::Layout;
     let mut parts = Vec::new();
     let mut rest = content;
@@ -168,9 +168,11 @@ fn ingested(
                 assert!(frame.content_len > 0, "no empty frame is stored");
                 let at = frame.stored_offset as usize;
                 let stored = &data[at..at + frame.stored_len as usize];
-                let content =
-                    crate::domain::seekable::decompress_frame(stored, frame.content_len as usize)
-                        .unwrap();
+                let content = crate::domain::memories::read::seekable::decompress_frame(
+                    stored,
+                    frame.content_len as usize,
+                )
+                .unwrap();
                 assert_eq!(frame.content_offset, out.len() as u64);
                 out.extend_from_slice(&content);
             }
@@ -181,7 +183,7 @@ fn ingested(
     assert_eq!(object.bytes, out.len() as u64);
     assert_eq!(
         ingested.id.as_str(),
-        crate::domain::ids::MemoryId::of_content(&out).as_str()
+        crate::domain::memories::ids::MemoryId::of_content(&out).as_str()
     );
     (out, ingested.redacted)
 }

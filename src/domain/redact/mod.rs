@@ -4,7 +4,7 @@
 //!
 //! [`Redactor`] works on bytes pushed in any pieces (invalid UTF-8 passes
 //! through untouched) with bounded memory; uploads are redacted frame by
-//! frame as they are ingested (see [`crate::domain::ingest`]);
+//! frame as they are ingested (see [`crate::domain::memories::ingest`]);
 //! [`redact_text`] redacts text held in memory.
 
 mod alternatives;

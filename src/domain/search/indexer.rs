@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::domain::DomainError;
 use crate::domain::foreground::{Foreground, GiveWay};
-use crate::domain::reader::ObjectReader;
+use crate::domain::memories::read::ObjectReader;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::{FrameBatch, FrameLines, IndexedFrame, MetaStore};
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::DomainError;
 use super::foreground::Foreground;
-use super::frame_cache::FrameCache;
-use super::reader::ObjectReader;
+use crate::domain::memories::read::ObjectReader;
+use crate::domain::memories::read::frame_cache::FrameCache;
 use crate::storage::StorageError;
 use crate::storage::blob::BlobStore;
 use crate::storage::meta::{IndexLag, ListQuery, MemoryRecord, MetaStore, ObjectStore, SearchRow};

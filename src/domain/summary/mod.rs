@@ -11,6 +11,7 @@
 mod detect;
 mod generic;
 mod html;
+pub mod jobs;
 mod json;
 mod line_stats;
 mod listing;

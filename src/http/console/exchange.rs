@@ -12,10 +12,10 @@ use maud::{Markup, html};
 use serde_json::Value;
 
 use super::layout::{self, Section, count, head, usd, when};
-use super::login::Viewer;
 use super::threads::session_href;
 use super::transcript::{self, linked, pointer_href};
-use crate::domain::ids::IdRef;
+use super::viewer::Viewer;
+use crate::domain::memories::ids::IdRef;
 use crate::domain::proxying::exchanges::{ExchangeRecord, Figures, RoundFigures};
 use crate::http::state::AppState;
 

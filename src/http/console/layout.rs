@@ -7,7 +7,7 @@ use axum::response::{Html, IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
 
-use super::login::Viewer;
+use super::viewer::Viewer;
 
 /// The console's sections, for the navigation.
 #[derive(Clone, Copy, PartialEq, Eq)]

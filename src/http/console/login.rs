@@ -17,6 +17,7 @@ use moka::sync::Cache;
 use serde::Deserialize;
 
 use super::layout;
+use super::viewer::Viewer;
 use crate::http::auth::Caller;
 use crate::http::state::AppState;
 
@@ -98,30 +99,7 @@ fn random_token() -> String {
     hex::encode(bytes)
 }
 
-/// The viewer of a page: whose data it shows and the token its forms carry.
-#[derive(Clone, Debug)]
-pub struct Viewer {
-    /// The signed-in key's caller.
-    pub caller: Caller,
-    /// The namespace shown (the caller's own, or any for an admin).
-    pub namespace: String,
-    /// The CSRF token of this session.
-    pub csrf: String,
-    /// Whether a key signed in (there is something to sign out of).
-    pub signed_in: bool,
-}
-
 impl Viewer {
-    /// `path` with the viewed namespace kept when it is not the caller's own.
-    pub fn href(&self, path: &str) -> String {
-        if self.namespace == self.caller.namespace {
-            return path.to_owned();
-        }
-        let sep = if path.contains('?') { '&' } else { '?' };
-        let ns = serde_urlencoded::to_string([("ns", &self.namespace)]).unwrap_or_default();
-        format!("{path}{sep}{ns}")
-    }
-
     /// The refusal of a form post whose CSRF token is not this session's.
     pub fn refuse_csrf(&self, given: &str) -> Option<Response> {
         let valid = !given.is_empty() && given.len() == self.csrf.len() && given == self.csrf;
@@ -314,20 +292,6 @@ fn forwarded_https(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("https"))
 }
 
-/// A viewer of namespace `alpha` for tests.
-#[cfg(test)]
-pub fn test_viewer() -> Viewer {
-    Viewer {
-        caller: Caller {
-            namespace: "alpha".to_owned(),
-            admin: false,
-        },
-        namespace: "alpha".to_owned(),
-        csrf: "t".repeat(64),
-        signed_in: true,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,20 +323,5 @@ mod tests {
         assert!(sessions.find(&random_token()).is_none());
         sessions.sign_out(&token);
         assert!(sessions.find(&token).is_none());
-    }
-
-    #[test]
-    fn links_keep_another_namespace() {
-        let viewer = Viewer {
-            caller: Caller {
-                namespace: "ops".to_owned(),
-                admin: true,
-            },
-            namespace: "a b".to_owned(),
-            csrf: "t".to_owned(),
-            signed_in: true,
-        };
-        assert_eq!(viewer.href("/ui/"), "/ui/?ns=a+b");
-        assert_eq!(viewer.href("/ui/m?x=1"), "/ui/m?x=1&ns=a+b");
     }
 }

@@ -8,7 +8,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{self, Section, count, head};
-use super::login::Viewer;
+use super::viewer::Viewer;
 use crate::http::filters::list_query;
 use crate::http::memories::page;
 use crate::http::state::AppState;

@@ -14,15 +14,17 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{self, Section, count};
-use super::login::{CsrfForm, Viewer};
+use super::login::CsrfForm;
 use super::memories::title_of;
-use crate::domain::content;
-use crate::domain::grep::GrepQuery;
-use crate::domain::ids::IdRef;
+use super::viewer::Viewer;
+use crate::domain::memories::grep::GrepQuery;
+use crate::domain::memories::ids::IdRef;
+use crate::domain::memories::read::content;
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
 use crate::http::error::AppError;
 use crate::http::state::AppState;
 use crate::http::views::MemoryView;
+use crate::model::GrepPattern;
 
 /// Lines on one page.
 const PAGE_LINES: u64 = 200;
@@ -205,14 +207,13 @@ async fn lines(state: &AppState, viewer: &Viewer, m: &MemoryView, from: Option<&
 }
 
 async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowParams) -> Markup {
-    let query = GrepQuery {
+    let what = GrepPattern {
         pattern: params.grep.clone(),
         fixed: false,
         ignore_case: params.ignore_case.is_some(),
         context: params.context.unwrap_or(2).min(10),
-        max_matches: GREP_MATCHES,
-        after: params.after.unwrap_or(0),
     };
+    let query = GrepQuery::new(what, Some(GREP_MATCHES), params.after.unwrap_or(0));
     let id = id_of(m);
     let result = match state.memories.grep(&viewer.namespace, &id, &query).await {
         Ok((_, result)) => result,
@@ -222,7 +223,7 @@ async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowPa
     let more = result.next.map(|after| {
         let mut query = vec![
             ("grep", params.grep.clone()),
-            ("context", query.context.to_string()),
+            ("context", query.what.context.to_string()),
             ("after", after.to_string()),
         ];
         if params.ignore_case.is_some() {
@@ -261,7 +262,9 @@ async fn grep(state: &AppState, viewer: &Viewer, m: &MemoryView, params: &ShowPa
 
 /// The full id of a memory already read.
 fn id_of(m: &MemoryView) -> IdRef {
-    IdRef::Full(crate::domain::ids::MemoryId::from_stored(m.id.clone()))
+    IdRef::Full(crate::domain::memories::ids::MemoryId::from_stored(
+        m.id.clone(),
+    ))
 }
 
 async fn jq(state: &AppState, viewer: &Viewer, m: &MemoryView, program: &str) -> Markup {

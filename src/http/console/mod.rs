@@ -24,6 +24,7 @@ mod memory;
 mod savings;
 mod threads;
 mod transcript;
+mod viewer;
 
 pub use login::Sessions;
 
@@ -117,7 +118,7 @@ fn foreign_origin(headers: &HeaderMap) -> bool {
 /// error page.
 async fn newest(
     state: &AppState,
-    viewer: &login::Viewer,
+    viewer: &viewer::Viewer,
     filter: ExchangeFilter,
     max: u32,
 ) -> Result<Vec<ExchangeRecord>, Response> {
@@ -129,7 +130,7 @@ async fn newest(
 }
 
 /// The error page of a domain error, with the API's status and message.
-fn domain_failure(viewer: &login::Viewer, e: DomainError) -> Response {
+fn domain_failure(viewer: &viewer::Viewer, e: DomainError) -> Response {
     let e = AppError::from(e);
     let status = e.status();
     if status.is_server_error() {

@@ -9,7 +9,7 @@ use axum::response::Response;
 use maud::{Markup, html};
 
 use super::layout::{self, Section, count, head, times, usd};
-use super::login::Viewer;
+use super::viewer::Viewer;
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
 use crate::http::state::AppState;
 

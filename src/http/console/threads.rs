@@ -8,7 +8,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{self, Section, count, head, percent, times, usd, when};
-use super::login::Viewer;
+use super::viewer::Viewer;
 use crate::domain::proxying::exchanges::sessions::{SESSION_SCAN, SessionSummary, sessions};
 use crate::domain::proxying::exchanges::{ExchangeFilter, ExchangeRecord};
 use crate::http::state::AppState;

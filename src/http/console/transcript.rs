@@ -11,7 +11,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::layout::clip;
-use super::login::Viewer;
+use super::viewer::Viewer;
 
 /// Characters of one block shown before the rest is left out.
 const BLOCK_CHARS: usize = 6_000;
@@ -308,7 +308,7 @@ mod tests {
 
     #[test]
     fn pointers_become_links_and_the_rest_stays_escaped() {
-        let viewer = super::super::login::test_viewer();
+        let viewer = super::super::viewer::test_viewer();
         let id = "ab".repeat(32);
         let text = format!("<b>x</b> [cairn: out · mem://{id} · 3 lines] see mem://{id}#L7-9");
         let html = linked(&viewer, &text).into_string();

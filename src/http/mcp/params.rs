@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::domain::ids::IdRef;
-use crate::domain::uri::{MemUri, Selector};
+use crate::domain::memories::ids::IdRef;
+use crate::domain::memories::uri::{MemUri, Selector};
 use crate::http::error::AppError;
-use crate::model::MemoryFilter;
+use crate::model::{GrepPattern, MemoryFilter, PutFields};
 
 /// Arguments of `memory_put`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -14,27 +14,9 @@ use crate::model::MemoryFilter;
 pub struct PutArgs {
     /// The content to store (a tool output, a web page, a log...).
     pub content: String,
-    /// Memory type, e.g. TOOL_OUTPUT (default), WEB_SCRAPE, FILE, LOG, TEST_RUN.
-    #[serde(rename = "type")]
-    #[schemars(rename = "type")]
-    pub kind: Option<String>,
-    /// Subtype, usually the name of the tool that produced the content.
-    pub subtype: Option<String>,
-    /// A short title.
-    pub title: Option<String>,
-    /// Tags to filter by later.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// The conversation thread this belongs to.
-    pub thread: Option<String>,
-    /// The checkpoint this belongs to.
-    pub checkpoint: Option<String>,
-    /// The working directory this belongs to.
-    pub directory: Option<String>,
-    /// Seconds until the memory expires (default: never).
-    pub ttl_seconds: Option<u64>,
-    /// Never prune or expire this memory.
-    pub pinned: Option<bool>,
+    /// What the content is: the same fields as REST's and the CLI's.
+    #[serde(flatten)]
+    pub fields: PutFields,
 }
 
 /// Arguments of `memory_fetch`.
@@ -136,17 +118,9 @@ pub struct GrepArgs {
     pub memory_id: Option<String>,
     /// Or its `mem://<id>` pointer.
     pub uri: Option<String>,
-    /// A regex matched against each line (Rust regex syntax), or a literal with `fixed`.
-    pub pattern: String,
-    /// Take the pattern literally (no regex metacharacters).
-    #[serde(default)]
-    pub fixed: bool,
-    /// Match regardless of case.
-    #[serde(default)]
-    pub ignore_case: bool,
-    /// Lines of context before and after each match, 0-10 (default 0).
-    #[serde(default)]
-    pub context: u32,
+    /// What to look for: the same pattern and options as REST's and the CLI's.
+    #[serde(flatten)]
+    pub what: GrepPattern,
     /// Most matches to return, 1-1000 (default 100).
     pub max_matches: Option<u32>,
     /// Start after this line (default 0); pass a previous answer's `next` to continue.

@@ -13,11 +13,10 @@ use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use serde::Serialize;
 
 use super::params::{FetchArgs, GrepArgs, PutArgs, QueryArgs, SearchArgs, StatsArgs, pointer};
-use crate::domain::api_put;
-use crate::domain::fields::FieldsInput;
-use crate::domain::grep::{DEFAULT_MATCHES, GrepQuery};
+use crate::domain::memories::grep::GrepQuery;
+use crate::domain::memories::put;
+use crate::domain::memories::uri::Selector;
 use crate::domain::search::{DEFAULT_RESULTS, MAX_RESULTS};
-use crate::domain::uri::Selector;
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
 use crate::http::filters::{limit, list_query};
@@ -177,21 +176,10 @@ impl ServerHandler for CairnTools {
 
 impl CairnTools {
     async fn put(&self, caller: &Caller, args: PutArgs) -> Result<PutView, AppError> {
-        let fields = FieldsInput {
-            kind: args.kind,
-            subtype: args.subtype,
-            mime: Some("text/plain".to_owned()),
-            title: args.title,
-            tags: args.tags,
-            thread: args.thread,
-            checkpoint: args.checkpoint,
-            directory: args.directory,
-            ttl_seconds: args.ttl_seconds,
-            pinned: args.pinned,
-        };
-        let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(args.content))]);
+        let (fields, content) = (args.fields, args.content);
+        let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(content))]);
         let (memories, ledger) = (&self.state.memories, &self.state.ledger);
-        let stored = api_put::put(memories, ledger, &caller.namespace, fields, content).await?;
+        let stored = put::put(memories, ledger, &caller.namespace, fields, content).await?;
         Ok(PutView {
             redacted: RedactedView::new(stored.redacted.as_ref()),
             memory: MemoryView::new(stored.record, self.state.memories.limits()),
@@ -221,14 +209,7 @@ pub(crate) async fn grep(
     args: GrepArgs,
 ) -> Result<GrepView, AppError> {
     let id = pointer(args.memory_id, args.uri, "grep")?.id;
-    let query = GrepQuery {
-        pattern: args.pattern,
-        fixed: args.fixed,
-        ignore_case: args.ignore_case,
-        context: args.context,
-        max_matches: args.max_matches.unwrap_or(DEFAULT_MATCHES),
-        after: args.after,
-    };
+    let query = GrepQuery::new(args.what, args.max_matches, args.after);
     let (id, result) = state.memories.grep(&caller.namespace, &id, &query).await?;
     Ok(GrepView::new(&id, result))
 }

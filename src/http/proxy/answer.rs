@@ -11,11 +11,12 @@ use axum::response::Response;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::{Exchange, upstream};
+use super::Exchange;
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::usage;
 use crate::domain::proxying::wire::{self, Shown};
 use crate::http::error::AppError;
+use crate::http::upstream;
 
 /// Runs the exchange to its final answer.
 pub async fn run(x: &Exchange, mut body: Spliced) -> Result<Response, AppError> {

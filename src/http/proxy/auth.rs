@@ -10,10 +10,10 @@
 
 use axum::http::{HeaderMap, StatusCode};
 
-use super::upstream::Upstream;
 use crate::domain::proxying::Provider;
 use crate::http::auth::{Auth, Caller};
 use crate::http::error::AppError;
+use crate::http::upstream::Upstream;
 
 /// The header naming the caller's Cairn key when the provider key travels beside it.
 pub const CAIRN_KEY: &str = "x-cairn-key";

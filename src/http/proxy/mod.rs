@@ -38,9 +38,9 @@ mod ledger;
 mod rounds;
 mod stream;
 mod tools;
-pub(crate) mod upstream;
 
-pub use upstream::{Proxy, Upstream};
+use crate::http::upstream;
+pub use crate::http::upstream::{Proxy, Upstream};
 
 /// The proxy's routes (outside the OpenAPI document: their contract is the providers').
 pub fn routes() -> Router<AppState> {

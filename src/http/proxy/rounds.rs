@@ -3,10 +3,11 @@
 
 use serde_json::Value;
 
-use super::{Exchange, tools, upstream};
+use super::{Exchange, tools};
 use crate::domain::proxying::usage::{self, Round, Usage};
 use crate::domain::proxying::wire;
 use crate::http::error::AppError;
+use crate::http::upstream;
 
 impl Exchange {
     /// Sends one round's request upstream; answers the answer's head.

@@ -5,11 +5,11 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::grep::{GrepMatch, GrepResult};
-use crate::domain::grep_across::AcrossResult;
-use crate::domain::ids::MemoryId;
-use crate::domain::jq_query::JqResult;
-use crate::domain::slicing::{Slice, SliceLimits, byte_uri, line_uri};
+use crate::domain::memories::grep::across::AcrossResult;
+use crate::domain::memories::grep::{GrepMatch, GrepResult};
+use crate::domain::memories::ids::MemoryId;
+use crate::domain::memories::jq::JqResult;
+use crate::domain::memories::read::slicing::{Slice, SliceLimits, byte_uri, line_uri};
 use crate::storage::meta::MemoryRecord;
 
 mod search;

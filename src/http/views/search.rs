@@ -3,9 +3,9 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::ids::MemoryId;
+use crate::domain::memories::ids::MemoryId;
+use crate::domain::memories::read::slicing::line_uri;
 use crate::domain::search::SearchResult;
-use crate::domain::slicing::line_uri;
 
 /// A line of a memory holding the query's terms.
 #[derive(Serialize, ToSchema)]

@@ -24,8 +24,8 @@ use crate::storage::meta::{
     AccessUpdate, AdminStore, CalibrationRow, ExchangeQuery, ExchangeRow, FrameBatch, FrameWords,
     ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord,
     MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore,
-    ObjectSummary, PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchIndex,
-    SearchRow, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    ObjectSummary, PendingObject, PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow,
+    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// How long a removed object's tombstone keeps fills of its record out: far
@@ -269,7 +269,7 @@ impl AdminStore for CachedMetaStore {
 
     async fn retention_rows(
         &self,
-        filter: &PruneFilter,
+        filter: &ListQuery,
         order: PruneOrder,
     ) -> Result<Vec<RetentionRow>, StorageError> {
         self.inner.retention_rows(filter, order).await

@@ -2,25 +2,6 @@
 
 use super::records::Layout;
 
-/// Which memories a prune looks at: one namespace, narrowed by exact fields.
-#[derive(Clone, Debug, Default)]
-pub struct PruneFilter {
-    /// Namespace to prune.
-    pub namespace: String,
-    /// Exact type.
-    pub kind: Option<String>,
-    /// Exact subtype.
-    pub subtype: Option<String>,
-    /// Memories carrying this tag.
-    pub tag: Option<String>,
-    /// Exact thread.
-    pub thread: Option<String>,
-    /// Exact checkpoint.
-    pub checkpoint: Option<String>,
-    /// Exact directory.
-    pub directory: Option<String>,
-}
-
 /// The order in which a prune removes memories (first removed first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PruneOrder {

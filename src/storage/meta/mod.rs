@@ -19,7 +19,7 @@ mod search_rows;
 mod sql;
 pub mod sqlite;
 
-pub use admin_rows::{ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject};
+pub use admin_rows::{ObjectSummary, PruneOrder, RetentionRow, UnreferencedObject};
 pub use exchange_rows::{ExchangeQuery, ExchangeRow};
 pub use ledger_rows::{
     CalibrationRow, LedgerBatch, LedgerCounter, NamespaceTotals, StoreTotals, UsageQuery, UsageRow,
@@ -153,10 +153,11 @@ pub trait SearchIndex: Send + Sync {
 /// What retention, GC and verify read and remove.
 #[async_trait]
 pub trait AdminStore: Send + Sync {
-    /// Every memory of a namespace the filter selects (pinned ones too), in `order`.
+    /// Every memory of a namespace the filter selects (pinned ones too, the
+    /// expired too), in `order`; the query's page (`after`, `limit`) is not used.
     async fn retention_rows(
         &self,
-        filter: &PruneFilter,
+        filter: &ListQuery,
         order: PruneOrder,
     ) -> Result<Vec<RetentionRow>, StorageError>;
     /// Deletes these memories of a namespace unless pinned; answers how many went.

@@ -2,11 +2,11 @@
 //! first, with one budget of matches and of bytes scanned for the request,
 //! and a cursor that continues inside the memory where it stopped.
 
-use super::DomainError;
-use super::grep::{self, GrepQuery, GrepResult};
-use super::grep_words::required_words;
-use super::ids::{IdRef, MemoryId};
-use super::memories::Memories;
+use crate::domain::DomainError;
+use crate::domain::memories::Memories;
+use crate::domain::memories::grep::words::required_words;
+use crate::domain::memories::grep::{self, GrepQuery, GrepResult};
+use crate::domain::memories::ids::{IdRef, MemoryId};
 use crate::storage::meta::{ListQuery, MemoryRecord};
 
 /// Where a grep across memories goes on: in memory `id` (created at
@@ -82,7 +82,11 @@ pub async fn grep_across(
 ) -> Result<AcrossResult, DomainError> {
     grep::validate(query)?;
     grep::compile(query)?;
-    let words = required_words(&query.pattern, query.fixed, query.ignore_case);
+    let words = required_words(
+        &query.what.pattern,
+        query.what.fixed,
+        query.what.ignore_case,
+    );
     let mut answer = AcrossResult::default();
     let mut start_after = 0;
     let mut records = Vec::new();

@@ -11,11 +11,16 @@ use std::collections::VecDeque;
 
 use regex::bytes::{Regex, RegexBuilder};
 
-use super::DomainError;
-use super::grep_plan::Plan;
-use super::reader::ObjectReader;
+use crate::domain::DomainError;
+use crate::domain::memories::grep::plan::Plan;
+use crate::domain::memories::read::ObjectReader;
+use crate::model::GrepPattern;
 use crate::storage::meta::FrameWords;
 use run::{Run, read_ahead};
+
+pub mod across;
+pub mod plan;
+pub mod words;
 
 /// Bytes of a line returned (matches and context); a longer line is cut at
 /// a UTF-8 boundary and marked `cut`.
@@ -35,18 +40,24 @@ pub const LONG_LINE: usize = 16 << 20;
 /// What to look for and where to start.
 #[derive(Clone, Debug)]
 pub struct GrepQuery {
-    /// A regex (the `regex` crate's syntax), or a literal with `fixed`.
-    pub pattern: String,
-    /// Take `pattern` literally.
-    pub fixed: bool,
-    /// Match without regard to case.
-    pub ignore_case: bool,
-    /// Lines of context on each side of a match.
-    pub context: u32,
+    /// The pattern, how it matches, and the context lines around a match.
+    pub what: GrepPattern,
     /// Most matches to return.
     pub max_matches: u32,
     /// Start after this line (0: from the top); an answer's `next`.
     pub after: u64,
+}
+
+impl GrepQuery {
+    /// A grep for `what` from the line after `after`, at most `max_matches`
+    /// matches ([`DEFAULT_MATCHES`] when not given).
+    pub fn new(what: GrepPattern, max_matches: Option<u32>, after: u64) -> Self {
+        Self {
+            what,
+            max_matches: max_matches.unwrap_or(DEFAULT_MATCHES),
+            after,
+        }
+    }
 }
 
 /// One matching line with its context.
@@ -82,13 +93,13 @@ pub struct GrepResult {
 
 /// The pattern of `query`, compiled, or why it cannot be.
 pub fn compile(query: &GrepQuery) -> Result<Regex, DomainError> {
-    let source = if query.fixed {
-        regex::escape(&query.pattern)
+    let source = if query.what.fixed {
+        regex::escape(&query.what.pattern)
     } else {
-        query.pattern.clone()
+        query.what.pattern.clone()
     };
     RegexBuilder::new(&source)
-        .case_insensitive(query.ignore_case)
+        .case_insensitive(query.what.ignore_case)
         .multi_line(true)
         .size_limit(PATTERN_SIZE_LIMIT)
         .dfa_size_limit(8 * PATTERN_SIZE_LIMIT)
@@ -106,7 +117,7 @@ pub fn compile(query: &GrepQuery) -> Result<Regex, DomainError> {
 
 /// Checks the numbers of `query` against the caps.
 pub fn validate(query: &GrepQuery) -> Result<(), DomainError> {
-    if query.context > MAX_CONTEXT {
+    if query.what.context > MAX_CONTEXT {
         return Err(DomainError::InvalidField {
             field: "context",
             message: format!("at most {MAX_CONTEXT} lines of context"),
@@ -124,7 +135,7 @@ pub fn validate(query: &GrepQuery) -> Result<(), DomainError> {
 /// Greps the content of `reader` for `query`, reading at most about
 /// `max_scan_bytes` (whole frames: the last one read may pass it). With
 /// what the full-text index `known`s of the object's frames for the
-/// pattern's [`required_words`](super::grep_words::required_words), frames
+/// pattern's [`required_words`](crate::domain::memories::grep::words::required_words), frames
 /// that cannot hold a match are not read (see [`Plan`]).
 pub async fn grep(
     reader: ObjectReader,
@@ -141,7 +152,7 @@ pub async fn grep(
     let mut side = reader;
     let start = side.line_start(query.after + 1, 0).await?;
     let first = side.frame_at_offset(start);
-    let plan = Plan::new(&side, first, query.context, known);
+    let plan = Plan::new(&side, first, query.what.context, known);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     // Frames are read and decoded ahead, several at once, while the last
     // ones are scanned.
@@ -214,7 +225,7 @@ impl Scan {
     fn new(regex: Regex, query: &GrepQuery, first_line: u64) -> Self {
         Self {
             regex,
-            context: query.context as usize,
+            context: query.what.context as usize,
             max_matches: query.max_matches as usize,
             matches: Vec::new(),
             recent: VecDeque::new(),
@@ -455,9 +466,7 @@ fn shown(line: &[u8]) -> (String, bool) {
     (String::from_utf8_lossy(&line[..cut]).into_owned(), true)
 }
 
-#[path = "grep_run.rs"]
 mod run;
 
 #[cfg(test)]
-#[path = "grep_tests.rs"]
 mod tests;

@@ -10,7 +10,7 @@
 //! frames before it are read for `context` lines; lines after a match, and
 //! the rest of a line begun in a frame read, are read as the scan needs them.
 
-use super::reader::ObjectReader;
+use crate::domain::memories::read::ObjectReader;
 use crate::storage::meta::FrameWords;
 
 /// The frames to read, in order, and what the index says of each frame.

@@ -9,8 +9,8 @@ use tokio::sync::mpsc;
 
 use super::{GrepResult, Scan, Stop};
 use crate::domain::DomainError;
-use crate::domain::grep_plan::Plan;
-use crate::domain::reader::ObjectReader;
+use crate::domain::memories::grep::plan::Plan;
+use crate::domain::memories::read::ObjectReader;
 
 /// Content of contiguous frames fetched with one request (and decoded in one
 /// go) from a remote store: a request per 512 KiB frame would cost a round

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::*;
-use crate::domain::gc::ObjectLocks;
-use crate::domain::ingest::{IngestConfig, ingest};
+use crate::domain::memories::ingest::{IngestConfig, ingest};
+use crate::domain::memories::locks::ObjectLocks;
 use crate::storage::blob::fs::FsBlobStore;
 use crate::storage::meta::sqlite::SqliteMetaStore;
 use crate::storage::meta::{MemoryStore, MetaStore, ObjectRecord, SearchIndex};
@@ -59,14 +59,20 @@ async fn stored_open(
 }
 
 fn query(pattern: &str) -> GrepQuery {
-    GrepQuery {
-        pattern: pattern.to_owned(),
-        fixed: false,
-        ignore_case: false,
-        context: 0,
-        max_matches: DEFAULT_MATCHES,
-        after: 0,
-    }
+    GrepQuery::new(
+        GrepPattern {
+            pattern: pattern.to_owned(),
+            ..GrepPattern::default()
+        },
+        None,
+        0,
+    )
+}
+
+fn with_context(pattern: &str, context: u32) -> GrepQuery {
+    let mut query = query(pattern);
+    query.what.context = context;
+    query
 }
 
 /// Every matching line number, answer after answer, following `next`.
@@ -184,10 +190,8 @@ async fn context_lines_cross_frame_boundaries() {
     let dir = tempfile::tempdir().unwrap();
     let (blobs, object) = stored(&dir, &numbered(40), 64).await;
     assert!(object.frames.len() > 5, "{} frames", object.frames.len());
-    let q = GrepQuery {
-        context: 3,
-        ..query("hit")
-    };
+    let mut q = query("hit");
+    q.what.context = 3;
     let answer = grep(
         ObjectReader::new(object.clone(), blobs.clone()),
         &q,
@@ -280,15 +284,11 @@ async fn fixed_and_case_insensitive_patterns() {
         }
     };
     assert_eq!(run(query("a.b")).await, [1, 2]);
-    let fixed = GrepQuery {
-        fixed: true,
-        ..query("a.b")
-    };
+    let mut fixed = query("a.b");
+    fixed.what.fixed = true;
     assert_eq!(run(fixed.clone()).await, [1]);
-    let both = GrepQuery {
-        ignore_case: true,
-        ..fixed
-    };
+    let mut both = fixed;
+    both.what.ignore_case = true;
     assert_eq!(run(both).await, [1, 3]);
 }
 
@@ -302,10 +302,7 @@ async fn bad_and_huge_patterns_are_refused_and_wild_ones_stay_linear() {
             other => panic!("{pattern}: {other:?}"),
         }
     }
-    let too_wide = GrepQuery {
-        context: MAX_CONTEXT + 1,
-        ..query("a")
-    };
+    let too_wide = with_context("a", MAX_CONTEXT + 1);
     assert!(validate(&too_wide).is_err());
     // A pattern that backtracks exponentially elsewhere: linear here.
     let dir = tempfile::tempdir().unwrap();
@@ -365,7 +362,11 @@ async fn grep_with_index(
     q: &GrepQuery,
     cap: u64,
 ) -> GrepResult {
-    let words = crate::domain::grep_words::required_words(&q.pattern, q.fixed, q.ignore_case);
+    let words = crate::domain::memories::grep::words::required_words(
+        &q.what.pattern,
+        q.what.fixed,
+        q.what.ignore_case,
+    );
     let known = if words.is_empty() {
         None
     } else {
@@ -449,7 +450,7 @@ proptest! {
         let (with, without) = runtime.block_on(async {
             let dir = tempfile::tempdir().unwrap();
             let (blobs, meta, object) = indexed(&dir, &content, 64).await;
-            let q = GrepQuery { context, max_matches, ..query(pattern) };
+            let q = GrepQuery { max_matches, ..with_context(pattern, context) };
             let with = all_matches(Some(&meta), &blobs, &object, q.clone(), cap).await.0;
             let without = all_matches(None, &blobs, &object, q, cap).await.0;
             meta.close().await;
@@ -479,10 +480,7 @@ async fn the_index_lets_grep_skip_frames_without_the_words() {
     let (blobs, meta, object) = indexed(&dir, &content, 256).await;
     assert!(object.frames.len() > 2000, "{} frames", object.frames.len());
     for context in [0, 3] {
-        let q = GrepQuery {
-            context,
-            ..query("a rare needle[ ,]")
-        };
+        let q = with_context("a rare needle[ ,]", context);
         let with = grep_with_index(&meta, &blobs, &object, &q, u64::MAX).await;
         let reader = ObjectReader::new(object.clone(), blobs.clone());
         let without = grep(reader, &q, u64::MAX, None).await.unwrap();
@@ -501,10 +499,7 @@ async fn the_index_lets_grep_skip_frames_without_the_words() {
             content.len() as u64,
             "every byte read or ruled out"
         );
-        let q = GrepQuery {
-            context,
-            ..query(" rare needle ")
-        };
+        let q = with_context(" rare needle ", context);
         let with = grep_with_index(&meta, &blobs, &object, &q, u64::MAX).await;
         let reader = ObjectReader::new(object.clone(), blobs.clone());
         let without = grep(reader, &q, u64::MAX, None).await.unwrap();
@@ -544,10 +539,8 @@ async fn an_object_indexed_in_several_batches_keeps_every_frame() {
         "{holding} of {}",
         known.len()
     );
-    let q = GrepQuery {
-        fixed: true,
-        ..query("ZANZIBAR quux planted marker")
-    };
+    let mut q = query("ZANZIBAR quux planted marker");
+    q.what.fixed = true;
     let answer = grep_with_index(&meta, &blobs, &object, &q, u64::MAX).await;
     assert_eq!(answer.matches.len(), 3);
     assert!(answer.skipped_bytes > 0);

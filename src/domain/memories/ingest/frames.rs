@@ -17,8 +17,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
 use super::DomainError;
+use crate::domain::memories::read::seekable;
 use crate::domain::redact::Redactor;
-use crate::domain::seekable;
 use crate::domain::summary::{FrameScan, scan_frame};
 use crate::storage::meta::PageEntry;
 

@@ -15,13 +15,13 @@ use sha2::{Digest, Sha256};
 
 use self::counting::Counting;
 use self::frames::{FrameJob, FrameOut, finish, redo, start};
-use super::DomainError;
-use super::gc::{ObjectGuard, ObjectLocks};
-use super::ids::MemoryId;
-use super::redact::{Redactor, Report, redact_bytes};
-use super::seekable;
-use super::summary::{SummaryBuilder, scan_frame};
-use super::tokens::stream::{ContentTokens, content_tokens};
+use crate::domain::DomainError;
+use crate::domain::memories::ids::MemoryId;
+use crate::domain::memories::locks::{ObjectGuard, ObjectLocks};
+use crate::domain::memories::read::seekable;
+use crate::domain::redact::{Redactor, Report, redact_bytes};
+use crate::domain::summary::{SummaryBuilder, scan_frame};
+use crate::domain::tokens::stream::{ContentTokens, content_tokens};
 use crate::storage::blob::{BlobStore, BlobWriter};
 use crate::storage::meta::{FrameEntry, Layout, MetaStore, ObjectRecord};
 
@@ -62,7 +62,7 @@ pub struct Ingested {
     /// Token count of the content.
     pub tokens: ContentTokens,
     /// For blob objects, the object's lock: hold it until the metadata is
-    /// committed, so that GC cannot remove the file in between (see [`super::gc`]).
+    /// committed, so that GC cannot remove the file in between (see [`crate::domain::maintenance::gc`]).
     pub guard: Option<ObjectGuard>,
     /// Secrets replaced in the content before it was stored; `None` when it
     /// was not scanned.

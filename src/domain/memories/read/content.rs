@@ -9,8 +9,8 @@ use bytes::Bytes;
 use futures::Stream;
 use sha2::{Digest, Sha256};
 
-use super::DomainError;
-use super::reader::ObjectReader;
+use crate::domain::DomainError;
+use crate::domain::memories::read::ObjectReader;
 
 struct State {
     reader: ObjectReader,

@@ -7,12 +7,17 @@ use std::sync::Arc;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use super::DomainError;
-use super::frame_cache::FrameCache;
-use super::seekable;
+use crate::domain::DomainError;
+use crate::domain::memories::read::frame_cache::FrameCache;
 use crate::storage::StorageError;
 use crate::storage::blob::{BlobStore, RangeTransform};
 use crate::storage::meta::{FrameEntry, Layout, ObjectRecord, PAGE_BYTES};
+
+pub mod content;
+pub mod frame_cache;
+pub mod seekable;
+pub mod slicing;
+pub mod token_slice;
 
 /// Content bytes of frames a sequential reader fetches with one store request.
 const READ_AHEAD_BYTES: u64 = 4 << 20;
@@ -397,5 +402,4 @@ fn decode_run(
 }
 
 #[cfg(test)]
-#[path = "reader_tests.rs"]
 mod tests;

@@ -7,9 +7,9 @@
 
 use bytes::Bytes;
 
-use super::DomainError;
-use super::ids::MemoryId;
-use super::reader::ObjectReader;
+use crate::domain::DomainError;
+use crate::domain::memories::ids::MemoryId;
+use crate::domain::memories::read::ObjectReader;
 
 /// Guardrails of a single read of a memory (a slice, a grep).
 #[derive(Clone, Copy, Debug)]

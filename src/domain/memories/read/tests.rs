@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use super::*;
-use crate::domain::content;
-use crate::domain::gc::ObjectLocks;
-use crate::domain::ingest::{IngestConfig, ingest};
+use crate::domain::memories::ingest::{IngestConfig, ingest};
+use crate::domain::memories::locks::ObjectLocks;
+use crate::domain::memories::read::content;
 use crate::storage::blob::fs::FsBlobStore;
 use crate::storage::blob::{BlobEntry, BlobWriter};
 use crate::storage::meta::MetaStore;

@@ -8,11 +8,11 @@
 //! byte for byte, so concatenating them gives back the content. The byte cap
 //! of every slice (`max_slice_bytes`) still holds.
 
-use super::DomainError;
-use super::ids::MemoryId;
-use super::reader::ObjectReader;
-use super::slicing::{Slice, SliceLimits, SliceTokens, utf8_boundary};
-use super::tokens::Counter;
+use crate::domain::DomainError;
+use crate::domain::memories::ids::MemoryId;
+use crate::domain::memories::read::ObjectReader;
+use crate::domain::memories::read::slicing::{Slice, SliceLimits, SliceTokens, utf8_boundary};
+use crate::domain::tokens::Counter;
 
 /// The smallest budget: enough for any one character (at most 4 bytes, so
 /// at most 4 byte-level tokens), so every page moves forward.

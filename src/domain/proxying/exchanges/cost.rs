@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::domain::pricing::Price;
+use crate::domain::ledger::pricing::Price;
 use crate::domain::proxying::Provider;
 use crate::domain::proxying::usage::Usage;
 

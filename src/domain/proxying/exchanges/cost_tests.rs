@@ -2,7 +2,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::domain::pricing::Pricing;
+use crate::domain::ledger::pricing::Pricing;
 
 fn usage(input: u64, read: u64, write: u64, output: u64) -> Usage {
     Usage {

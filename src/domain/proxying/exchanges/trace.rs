@@ -13,7 +13,7 @@ use super::cost::{self, Caching, Profile};
 use super::threads::Threads;
 use super::{Figures, Piece, Retrieval, RoundFigures, list_key, target_of};
 use crate::clock::now_ms;
-use crate::domain::pricing::Pricing;
+use crate::domain::ledger::pricing::Pricing;
 use crate::domain::proxying::govern_cost::GovernDecision;
 use crate::domain::proxying::usage::Usage;
 use crate::domain::proxying::{Endpoint, Provider};

@@ -18,14 +18,15 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::Exchange;
 use super::answer::respond;
 use super::ledger::{upstream_fault_of, upstream_fault_of_status};
-use super::{Exchange, upstream};
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::sse::Parser;
 use crate::domain::proxying::stream::{Filter, RoundAnswer};
 use crate::domain::proxying::{Endpoint, wire};
 use crate::http::error::AppError;
+use crate::http::upstream;
 
 /// Largest single event Cairn holds while it waits for the event's end.
 const MAX_EVENT_BYTES: usize = 16 << 20;

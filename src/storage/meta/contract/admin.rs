@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::super::{AccessUpdate, FrameBatch, IndexedFrame, MetaStore, PruneFilter, PruneOrder};
+use super::super::{AccessUpdate, FrameBatch, IndexedFrame, ListQuery, MetaStore, PruneOrder};
 use super::{list_query, raw_put};
 
 /// Prune orders, pinned memories kept, expiry by time.
@@ -24,9 +24,9 @@ pub(in crate::storage::meta) async fn retention_sees_every_memory_and_never_remo
         }])
         .await
         .unwrap();
-    let filter = PruneFilter {
+    let filter = ListQuery {
         namespace: "a".into(),
-        ..PruneFilter::default()
+        ..ListQuery::default()
     };
     let oldest = store
         .retention_rows(&filter, PruneOrder::Oldest)

@@ -5,9 +5,7 @@
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
 
-use super::super::{
-    ListQuery, ObjectSummary, PruneFilter, PruneOrder, RetentionRow, UnreferencedObject,
-};
+use super::super::{ListQuery, ObjectSummary, PruneOrder, RetentionRow, UnreferencedObject};
 use super::rows::to_u64;
 use super::{Dialect, Reads, Statement, layout, push_filters};
 use crate::storage::StorageError;
@@ -18,7 +16,7 @@ pub(in crate::storage::meta) trait AdminReads: Send + Sync {
     /// Memories of the filter, every one (pinned too), first-to-remove first.
     async fn retention_rows(
         &self,
-        filter: &PruneFilter,
+        filter: &ListQuery,
         order: PruneOrder,
     ) -> Result<Vec<RetentionRow>, StorageError>;
     /// Namespaces that hold memories.
@@ -51,7 +49,7 @@ where
 {
     async fn retention_rows(
         &self,
-        filter: &PruneFilter,
+        filter: &ListQuery,
         order: PruneOrder,
     ) -> Result<Vec<RetentionRow>, StorageError> {
         let mut sql = Statement::new(
@@ -59,7 +57,7 @@ where
              FROM memories m JOIN objects o ON o.hash = m.id WHERE m.namespace = ",
         );
         sql.push_bind(filter.namespace.clone());
-        push_filters(&mut sql, &ListQuery::from(filter));
+        push_filters(&mut sql, filter);
         sql.push(match order {
             PruneOrder::Oldest => " ORDER BY m.created_at ASC, m.id ASC",
             PruneOrder::LeastAccessed => {

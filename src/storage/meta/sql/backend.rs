@@ -14,8 +14,8 @@ use crate::storage::meta::{
     AccessUpdate, AdminStore, CalibrationRow, ExchangeQuery, ExchangeRow, FrameBatch, FrameWords,
     ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord,
     MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore,
-    ObjectSummary, PendingObject, PruneFilter, PruneOrder, PutOutcome, RetentionRow, SearchIndex,
-    SearchRow, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    ObjectSummary, PendingObject, PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow,
+    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// What one SQL backend does its own way; each method is the role method
@@ -218,7 +218,7 @@ impl<B: Backend> SearchIndex for B {
 impl<B: Backend> AdminStore for B {
     async fn retention_rows(
         &self,
-        filter: &PruneFilter,
+        filter: &ListQuery,
         order: PruneOrder,
     ) -> Result<Vec<RetentionRow>, StorageError> {
         self.reads().retention_rows(filter, order).await

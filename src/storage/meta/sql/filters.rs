@@ -1,7 +1,7 @@
 //! The field filters of a listing, a search, a grep or a prune: one builder
 //! for every query that narrows memories `m` by their fields.
 
-use super::super::{ListQuery, PruneFilter};
+use super::super::ListQuery;
 use super::Statement;
 
 /// Appends ` AND` the memory `m` is not expired at `now` (pinned ones never are).
@@ -39,21 +39,5 @@ pub(in crate::storage::meta) fn push_filters(sql: &mut Statement, query: &ListQu
     }
     if let Some(until) = query.until {
         sql.push(" AND m.created_at < ").push_bind(until);
-    }
-}
-
-impl From<&PruneFilter> for ListQuery {
-    /// The same fields as a listing's filter, with no time window.
-    fn from(filter: &PruneFilter) -> Self {
-        Self {
-            namespace: filter.namespace.clone(),
-            kind: filter.kind.clone(),
-            subtype: filter.subtype.clone(),
-            tag: filter.tag.clone(),
-            thread: filter.thread.clone(),
-            checkpoint: filter.checkpoint.clone(),
-            directory: filter.directory.clone(),
-            ..Self::default()
-        }
     }
 }

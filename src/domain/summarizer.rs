@@ -1,5 +1,5 @@
 //! Optional LLM summaries: new memories of some size are queued
-//! ([`super::summary_jobs`]) to a background task that asks a model (through
+//! ([`crate::domain::summary::jobs`]) to a background task that asks a model (through
 //! the [`SummaryModel`] port; the HTTP client is an adapter, `crate::llm`)
 //! for a summary of a bounded excerpt and stores the answer as a `SUMMARY`
 //! memory (subtype `llm`) linked to its source. Failures are logged; a put
@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::fields::FieldsInput;
-use super::memories::Memories;
-use super::summary_jobs::{LLM_SUBTYPE, SUMMARY_TYPE, SummaryJob};
+use crate::domain::memories::Memories;
+use crate::domain::summary::jobs::{LLM_SUBTYPE, SUMMARY_TYPE, SummaryJob};
+use crate::model::PutFields;
 
 /// The instructions given with every excerpt.
 pub const PROMPT: &str = "You summarize tool outputs stored for an AI agent. \
@@ -102,7 +102,7 @@ impl Summarizer {
 async fn store(memories: &Memories, job: &SummaryJob, text: String) -> anyhow::Result<String> {
     let source = &job.source;
     let short = &source.id[..source.id.len().min(12)];
-    let fields = FieldsInput {
+    let fields = PutFields {
         kind: Some(SUMMARY_TYPE.to_owned()),
         subtype: Some(LLM_SUBTYPE.to_owned()),
         mime: Some("text/plain".to_owned()),
@@ -111,7 +111,7 @@ async fn store(memories: &Memories, job: &SummaryJob, text: String) -> anyhow::R
         thread: source.fields.thread.clone(),
         checkpoint: source.fields.checkpoint.clone(),
         directory: source.fields.directory.clone(),
-        ..FieldsInput::default()
+        ..PutFields::default()
     };
     let body = futures::stream::iter([Ok::<_, std::convert::Infallible>(Bytes::from(text))]);
     let stored = memories.put(&job.namespace, fields, body).await?;
