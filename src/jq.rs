@@ -5,7 +5,7 @@
 //! `[range(1e12)]` would hold a server thread or its memory for good. The
 //! worker caps its own CPU time and address space with rlimits before it
 //! reads anything, and the server kills it at a deadline (see
-//! `domain::jq_query`). The server only compiles the program first, so a
+//! `domain::memories::jq`). The server only compiles the program first, so a
 //! syntax error is answered without a process.
 //!
 //! The worker reads the content from stdin as a stream of whitespace-separated
