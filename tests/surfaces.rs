@@ -2,7 +2,9 @@
 //! memories selected by the same filter through REST (list, search, grep
 //! across), MCP (`memory_search`) and the CLI (`list`, `search`); the same
 //! fields stored by every put (REST's JSON body and query string, MCP's
-//! `memory_put`, `cairn put`); the same lines found by every grep. A surface
+//! `memory_put`, `cairn put`); the same lines found by every grep. The
+//! server runs on the backends `CAIRN_TEST_BACKEND` names (`.ci/run` runs
+//! this suite on SQLite and on PostgreSQL). A surface
 //! that names, reads or documents a field differently (the CLI once said
 //! `--since` took milliseconds; MCP's search once took 3 of the 8 filter
 //! fields, its put no `mime`) fails here.
@@ -15,10 +17,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+#[path = "common/backends.rs"]
+mod backends;
 #[path = "common/served.rs"]
 mod served;
 
 const BIN: &str = env!("CARGO_BIN_EXE_cairn");
+
+/// `cairn serve` on the backends `CAIRN_TEST_BACKEND` names (SQLite and
+/// files when unset), with the services it uses: drop them after the server.
+async fn start() -> (served::Served, backends::Backends) {
+    let backends = backends::Backends::provision(backends::Selection::from_env()).await;
+    (served::start_with(&backends.env()), backends)
+}
 
 /// A word every memory holds, for search and grep.
 const WORD: &str = "zephyrquartz";
@@ -156,7 +167,7 @@ fn cli(url: &str, args: &[String]) -> Value {
 
 #[tokio::test]
 async fn every_surface_selects_the_same_memories_for_the_same_filter() {
-    let server = served::start();
+    let (server, _backends) = start().await;
     let http = reqwest::Client::new();
     let before = now() - 5;
     let mut ids = Vec::new();
@@ -246,7 +257,7 @@ async fn every_surface_selects_the_same_memories_for_the_same_filter() {
 
 #[tokio::test]
 async fn mcp_rejects_a_filter_field_no_surface_has() {
-    let server = served::start();
+    let (server, _backends) = start().await;
     let arguments = json!({"query": WORD, "folder": "/repo"});
     let called = mcp_search(&reqwest::Client::new(), &server.url, &arguments).await;
     let text = called.to_string();
@@ -279,7 +290,7 @@ fn stored_fields(memory: &Value) -> Value {
 
 #[tokio::test]
 async fn every_surface_stores_the_same_fields_and_greps_alike() {
-    let server = served::start();
+    let (server, _backends) = start().await;
     let base = &server.url;
     let http = reqwest::Client::new();
     let fields = json!({"type": "test_run", "subtype": "pytest", "mime": "text/x-log",

@@ -107,7 +107,7 @@ pub async fn send(
     client: &reqwest::Client,
     url: &str,
     headers: HeaderMap,
-    body: Vec<u8>,
+    body: bytes::Bytes,
     timeout: Duration,
 ) -> Result<reqwest::Response, AppError> {
     let request = client.post(url).headers(headers).body(body).send();
@@ -124,7 +124,7 @@ pub async fn forward(
     method: reqwest::Method,
     url: &str,
     headers: HeaderMap,
-    body: Vec<u8>,
+    body: bytes::Bytes,
     timeout: Duration,
 ) -> Result<reqwest::Response, AppError> {
     let request = client

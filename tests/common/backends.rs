@@ -377,6 +377,22 @@ impl Backends {
         }
     }
 
+    /// The settings that point a `cairn serve` process at these services.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let mut env = Vec::new();
+        if let Some(pg) = &self.postgres {
+            env.push(("CAIRN_DATABASE_URL", pg.url()));
+        }
+        if let Some(s3) = &self.s3 {
+            env.push(("CAIRN_BLOB_URL", s3.blob_url()));
+        }
+        if let Some(redis) = &self.redis {
+            env.push(("CAIRN_REDIS_URL", redis.url.clone()));
+            env.push(("CAIRN_REDIS_PREFIX", redis.prefix.clone()));
+        }
+        env
+    }
+
     /// A short description, e.g. `postgres+s3+redis` or `sqlite+files`.
     pub fn describe(&self) -> String {
         let mut parts = vec![if self.postgres.is_some() {

@@ -66,9 +66,17 @@ impl Drop for Served {
 /// Starts `cairn serve` with default settings and waits (at most 30 s)
 /// until it accepts connections.
 pub fn start() -> Served {
+    start_with(&[])
+}
+
+/// Starts `cairn serve` with the settings `env` (e.g. a test's backends)
+/// and waits (at most 30 s) until it accepts connections.
+pub fn start_with(env: &[(&str, String)]) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let child = serve(dir.path(), port).spawn().unwrap();
+    let mut command = serve(dir.path(), port);
+    command.envs(env.iter().map(|(k, v)| (k, v)));
+    let child = command.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "cairn did not start");

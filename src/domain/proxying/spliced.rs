@@ -13,20 +13,24 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use bytes::Bytes;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// A JSON body: the bytes that go on and the value they hold.
+/// A JSON body: the bytes that go on and the value they hold. The bytes
+/// are shared, not copied, with whatever else keeps them (the request sent
+/// upstream, the exchange's record in the ledger).
 #[derive(Clone, Debug)]
 pub struct Spliced {
-    bytes: Vec<u8>,
+    bytes: Bytes,
     value: Value,
 }
 
 impl Spliced {
     /// Reads `bytes` as JSON.
-    pub fn parse(bytes: Vec<u8>) -> Result<Self, serde_json::Error> {
+    pub fn parse(bytes: impl Into<Bytes>) -> Result<Self, serde_json::Error> {
+        let bytes = bytes.into();
         let value = serde_json::from_slice(&bytes)?;
         Ok(Self { bytes, value })
     }
@@ -41,6 +45,11 @@ impl Spliced {
         &self.bytes
     }
 
+    /// The bytes to send, shared (a reference count, not a copy).
+    pub fn shared(&self) -> Bytes {
+        self.bytes.clone()
+    }
+
     /// Takes `new` as the body's value, its bytes spliced from the old ones.
     pub fn replace(&mut self, new: Value) -> Result<(), serde_json::Error> {
         if new == self.value {
@@ -50,7 +59,7 @@ impl Spliced {
         let raw: &RawValue = serde_json::from_str(text)?;
         let mut out = Vec::with_capacity(self.bytes.len());
         write(&mut out, raw, &self.value, &new)?;
-        self.bytes = out;
+        self.bytes = Bytes::from(out);
         self.value = new;
         Ok(())
     }

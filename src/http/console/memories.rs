@@ -148,9 +148,9 @@ async fn listing(state: &AppState, viewer: &Viewer, form: &ListForm) -> Result<M
                 caption.visually-hidden { "Memories, newest first" }
                 (head(&["Title", "Type", "Tags", "#Lines", "#Tokens", "Created (UTC)"]))
                 tbody { @for m in &views { tr {
-                    th scope="row" { a href=(viewer.href(&format!("/ui/memories/{}", m.id))) { (title_of(m.title.as_deref(), &m.id)) } }
-                    td { (m.kind) @if let Some(s) = &m.subtype { " · " (s) } }
-                    td { (m.tags.join(", ")) }
+                    th scope="row" { a href=(viewer.href(&format!("/ui/memories/{}", m.id))) { (title_of(m.fields.title.as_deref(), &m.id)) } }
+                    td { (m.fields.kind) @if let Some(s) = &m.fields.subtype { " · " (s) } }
+                    td { (m.fields.tags.join(", ")) }
                     td.num { (count(m.lines)) }
                     td.num { (count(m.tokens)) }
                     td { (m.created_at.replace('T', " ").trim_end_matches('Z')) }

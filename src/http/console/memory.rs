@@ -80,9 +80,9 @@ pub async fn show(
         lines(&state, &viewer, &memory, params.from.as_deref()).await
     };
     let used = used_by(&state, &viewer, &memory.id).await;
-    let is_json = memory.mime.contains("json");
+    let is_json = memory.fields.mime.contains("json");
     let body = html! {
-        p.crumbs { a href=(viewer.href("/ui/memories")) { "Memories" } " › " (title_of(memory.title.as_deref(), &memory.id)) }
+        p.crumbs { a href=(viewer.href("/ui/memories")) { "Memories" } " › " (title_of(memory.fields.title.as_deref(), &memory.id)) }
         (metadata(&memory))
         details.summary { summary { "Summary" } pre { (memory.summary) } }
         div.actions {
@@ -124,7 +124,7 @@ pub async fn show(
     layout::page(
         &viewer,
         Section::Memories,
-        &title_of(memory.title.as_deref(), &memory.id),
+        &title_of(memory.fields.title.as_deref(), &memory.id),
         body,
     )
 }
@@ -141,10 +141,10 @@ fn metadata(m: &MemoryView) -> Markup {
     html! {
         dl.figures {
             div { dt { "Pointer" } dd { code { (m.uri) } } }
-            div { dt { "Type" } dd { (m.kind) @if let Some(s) = &m.subtype { " · " (s) } " · " (m.mime) } }
+            div { dt { "Type" } dd { (m.fields.kind) @if let Some(s) = &m.fields.subtype { " · " (s) } " · " (m.fields.mime) } }
             div { dt { "Size" } dd { (count(m.lines)) " lines, " (count(m.bytes)) " bytes, " (count(m.tokens)) " tokens" } }
-            @if !m.tags.is_empty() { div { dt { "Tags" } dd { (m.tags.join(", ")) } } }
-            @if let Some(t) = &m.thread { div { dt { "Thread" } dd { (t) } } }
+            @if !m.fields.tags.is_empty() { div { dt { "Tags" } dd { (m.fields.tags.join(", ")) } } }
+            @if let Some(t) = &m.fields.thread { div { dt { "Thread" } dd { (t) } } }
             div { dt { "Created" } dd { (m.created_at) } }
             div { dt { "Reads" } dd { (m.access_count) } }
             @if let Some(c) = &m.corrupt { div { dt { "Corrupt" } dd.error { (c) } } }

@@ -28,11 +28,11 @@ pub async fn run(x: &Exchange, mut body: Spliced) -> Result<Response, AppError> 
     let mut shown = Shown::new(x.endpoint);
     loop {
         let asked = Instant::now();
-        let (status, mut headers, content) = ask(x, body.bytes().to_vec()).await?;
+        let (status, mut headers, content) = ask(x, body.shared()).await?;
         waited += asked.elapsed();
         let parsed = status
             .is_success()
-            .then(|| Spliced::parse(content.to_vec()).ok())
+            .then(|| Spliced::parse(content.clone()).ok())
             .flatten()
             .filter(|p| p.value().is_object());
         // An error or a body Cairn cannot read goes to the client as it came.
@@ -73,8 +73,7 @@ pub async fn run(x: &Exchange, mut body: Spliced) -> Result<Response, AppError> 
             headers.extend(x.cairn_headers(rounds));
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             x.record_latency(waited);
-            let content = parsed.bytes().to_vec();
-            return Ok(respond(status, headers, Body::from(content)));
+            return Ok(respond(status, headers, Body::from(parsed.shared())));
         }
         shown.keep(answer);
         let results = x.answer_calls(ours).await;
@@ -87,7 +86,7 @@ pub async fn run(x: &Exchange, mut body: Spliced) -> Result<Response, AppError> 
 
 /// One upstream call: the answer's status, headers and whole body (at most
 /// `CAIRN_MAX_JSON_BYTES`: a larger answer is a 502, not unbounded memory).
-async fn ask(x: &Exchange, bytes: Vec<u8>) -> Result<(StatusCode, HeaderMap, Bytes), AppError> {
+async fn ask(x: &Exchange, bytes: Bytes) -> Result<(StatusCode, HeaderMap, Bytes), AppError> {
     let proxy = x.proxy();
     let mut answer = x.send(bytes).await?;
     let status = answer.status();

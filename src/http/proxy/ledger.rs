@@ -18,7 +18,7 @@ use crate::http::state::AppState;
 /// The request as its client sent it, as far as the ledger needs it.
 pub(super) struct Client {
     /// Its bytes (empty while the ledger is off).
-    bytes: Vec<u8>,
+    bytes: bytes::Bytes,
     /// The thread or session the client named.
     named: Option<String>,
 }
@@ -29,9 +29,9 @@ impl Client {
     pub(super) fn of(state: &AppState, body: &Spliced, named: Option<&str>) -> Self {
         Self {
             bytes: if state.exchanges.is_on() {
-                body.bytes().to_vec()
+                body.shared()
             } else {
-                Vec::new()
+                bytes::Bytes::new()
             },
             named: named.map(str::to_owned),
         }
@@ -62,7 +62,7 @@ pub(super) fn begin(
         endpoint,
         model,
         client: client.bytes,
-        upstream: body.bytes().to_vec(),
+        upstream: body.shared(),
         streamed,
         tokens: (report.tokens_before, report.tokens_after, &report.method),
         tier: report.tier.name(),

@@ -348,7 +348,7 @@ async fn forward(
         method,
         &upstream.url(path, uri.query()),
         upstream::request_headers(headers, provider, upstream),
-        body.to_vec(),
+        body,
         state.proxy.timeout,
     )
     .await?;
@@ -375,7 +375,7 @@ async fn read_json(body: Body, limit: usize) -> Result<Spliced, AppError> {
     let bytes = axum::body::to_bytes(body, limit)
         .await
         .map_err(|_| too_large(limit))?;
-    let body = Spliced::parse(bytes.to_vec())
+    let body = Spliced::parse(bytes)
         .map_err(|e| AppError::bad_request(format!("the body is not valid JSON: {e}")))?;
     if !body.value().is_object() {
         return Err(AppError::bad_request("the body must be a JSON object"));

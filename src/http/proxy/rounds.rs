@@ -11,7 +11,7 @@ use crate::http::upstream;
 
 impl Exchange {
     /// Sends one round's request upstream; answers the answer's head.
-    pub(super) async fn send(&self, bytes: Vec<u8>) -> Result<reqwest::Response, AppError> {
+    pub(super) async fn send(&self, bytes: bytes::Bytes) -> Result<reqwest::Response, AppError> {
         let proxy = self.proxy();
         upstream::send(
             &proxy.client,

@@ -10,6 +10,7 @@ use crate::domain::memories::grep::{GrepMatch, GrepResult};
 use crate::domain::memories::ids::MemoryId;
 use crate::domain::memories::jq::JqResult;
 use crate::domain::memories::read::slicing::{Slice, SliceLimits, byte_uri, line_uri};
+use crate::model::MemoryFields;
 use crate::storage::meta::MemoryRecord;
 
 mod search;
@@ -28,23 +29,9 @@ pub struct MemoryView {
     pub id: String,
     /// Pointer to keep in context: `mem://<id>`.
     pub uri: String,
-    /// TOOL_OUTPUT, WEB_SCRAPE, FILE_LIST, TRANSCRIPT, SUMMARY, CONTEXT, DOCUMENT, ...
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Usually the tool name.
-    pub subtype: Option<String>,
-    /// Media type.
-    pub mime: String,
-    /// Title.
-    pub title: Option<String>,
-    /// Tags, sorted.
-    pub tags: Vec<String>,
-    /// Thread or session link.
-    pub thread: Option<String>,
-    /// Checkpoint link.
-    pub checkpoint: Option<String>,
-    /// Directory link.
-    pub directory: Option<String>,
+    /// What was said of the content at put.
+    #[serde(flatten)]
+    pub fields: MemoryFields,
     /// Content length in bytes.
     pub bytes: u64,
     /// Bytes the content takes in storage (compressed).
@@ -67,8 +54,6 @@ pub struct MemoryView {
     pub last_accessed_at: Option<String>,
     /// Reads so far (recorded in batches).
     pub access_count: i64,
-    /// Never pruned nor expired.
-    pub pinned: bool,
     /// When it expires (RFC 3339); null: never.
     pub expires_at: Option<String>,
     /// Set when `verify` found its object corrupt: reads answer `integrity_error`.
@@ -82,14 +67,7 @@ impl MemoryView {
             uri: format!("mem://{}", record.id),
             chunks: limits.chunk_count(record.bytes),
             id: record.id,
-            kind: record.fields.kind,
-            subtype: record.fields.subtype,
-            mime: record.fields.mime,
-            title: record.fields.title,
-            tags: record.fields.tags,
-            thread: record.fields.thread,
-            checkpoint: record.fields.checkpoint,
-            directory: record.fields.directory,
+            fields: record.fields,
             bytes: record.bytes,
             stored_bytes: record.stored_bytes,
             lines: record.lines,
@@ -100,7 +78,6 @@ impl MemoryView {
             updated_at: rfc3339(record.updated_at),
             last_accessed_at: record.last_accessed_at.map(rfc3339),
             access_count: record.access_count,
-            pinned: record.fields.pinned,
             expires_at: record.expires_at.map(rfc3339),
             corrupt: record.corrupt,
         }

@@ -122,30 +122,7 @@ pub struct ObjectRecord {
     pub frames: Vec<FrameEntry>,
 }
 
-/// The descriptive fields of a memory, as given at put.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MemoryFields {
-    /// TOOL_OUTPUT, WEB_SCRAPE, ...
-    pub kind: String,
-    /// Usually the tool name.
-    pub subtype: Option<String>,
-    /// Media type of the content.
-    pub mime: String,
-    /// Short human title.
-    pub title: Option<String>,
-    /// Free tags.
-    pub tags: Vec<String>,
-    /// Thread or session link.
-    pub thread: Option<String>,
-    /// Checkpoint link.
-    pub checkpoint: Option<String>,
-    /// Directory link.
-    pub directory: Option<String>,
-    /// Never pruned nor expired.
-    pub pinned: bool,
-    /// Seconds to live from the put (only as given at put; stored as `expires_at`).
-    pub ttl_seconds: Option<u64>,
-}
+pub use crate::model::MemoryFields;
 
 /// A memory as stored, joined with its object's sizes.
 #[derive(Clone, Debug)]

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::cost::{self, Caching, Profile};
@@ -31,10 +32,10 @@ pub struct Started<'a> {
     pub endpoint: Endpoint,
     /// The model asked for.
     pub model: &'a str,
-    /// The request's bytes as the client sent them.
-    pub client: Vec<u8>,
-    /// The request's bytes as they go upstream.
-    pub upstream: Vec<u8>,
+    /// The request's bytes as the client sent them (shared with the request, not copied).
+    pub client: Bytes,
+    /// The request's bytes as they go upstream (shared, not copied).
+    pub upstream: Bytes,
     /// True when the client asked for a stream.
     pub streamed: bool,
     /// Tokens as the client sent it, as it goes upstream, and how they were counted.
@@ -72,8 +73,8 @@ pub struct Trace {
     endpoint: Endpoint,
     model: String,
     at_ms: i64,
-    client: Vec<u8>,
-    upstream: Vec<u8>,
+    client: Bytes,
+    upstream: Bytes,
     pieces: Vec<Piece>,
     figures: Figures,
     usages: Vec<Option<Usage>>,
@@ -162,7 +163,7 @@ impl Trace {
         let body = if redact {
             redact_bytes(&self.upstream).0
         } else {
-            std::mem::take(&mut self.upstream)
+            Vec::from(std::mem::take(&mut self.upstream))
         };
         // The id is taken when the exchange is placed in its thread, so a
         // parent's id is always below its child's.

@@ -39,7 +39,7 @@ type Chunk = Result<Bytes, std::io::Error>;
 /// Starts the exchange; answers the stream's head as soon as the first round's comes.
 /// `wants_usage`: the client asked for usage in its stream itself ([`ask_usage`]).
 pub async fn run(x: Exchange, body: Spliced, wants_usage: bool) -> Result<Response, AppError> {
-    let bytes = body.bytes().to_vec();
+    let bytes = body.shared();
     let asked = Instant::now();
     let first = match x.send(bytes).await {
         Ok(first) => first,
@@ -157,7 +157,7 @@ impl Rounds {
             }
             self.filter.next_round();
             rounds += 1;
-            let bytes = self.body.bytes().to_vec();
+            let bytes = self.body.shared();
             let asked = Instant::now();
             let next = self.x.send(bytes).await;
             self.waited += asked.elapsed();
