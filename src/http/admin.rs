@@ -35,10 +35,10 @@ fn require_admin(caller: &Caller) -> Result<(), AppError> {
 
 /// Parses a JSON body; an empty body is the defaults.
 fn body<T: DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, AppError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    if bytes.is_empty() {
         return Ok(T::default());
     }
-    serde_json::from_slice(bytes).map_err(|e| {
+    super::json_body::parse(bytes).map_err(|e| {
         let status = if e.is_data() {
             StatusCode::UNPROCESSABLE_ENTITY
         } else {
@@ -47,6 +47,9 @@ fn body<T: DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, AppError> {
         AppError::new(status, "invalid_json", format!("invalid JSON body: {e}"))
     })
 }
+
+/// Longest GC grace period a request may ask for: ten years.
+const MAX_GRACE_SECONDS: u64 = 315_360_000;
 
 /// Removal order of a prune.
 #[derive(Deserialize, ToSchema, Default, Clone, Copy)]
@@ -64,10 +67,13 @@ pub enum OrderParam {
 #[serde(deny_unknown_fields)]
 pub struct PruneBody {
     /// Remove memories created more than this many days ago.
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub keep_days: Option<u64>,
     /// Keep at most this many memories of the filter (pinned ones count and stay).
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub keep_entries: Option<u64>,
     /// Keep at most this many content bytes of the filter (pinned ones count and stay).
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub max_bytes: Option<u64>,
     /// Which go first: `oldest` (default) or `least_accessed`.
     #[serde(default)]
@@ -181,7 +187,8 @@ impl PruneBody {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct GcBody {
-    /// Keep objects unreferenced for less than this (default: CAIRN_GC_GRACE_SECS, 3600).
+    /// Keep objects unreferenced for less than this (default: CAIRN_GC_GRACE_SECS, 3600; at most ten years).
+    #[schema(maximum = 315_360_000)]
     pub grace_seconds: Option<u64>,
     /// Report what would go, change nothing (default false).
     #[serde(default)]
@@ -221,6 +228,12 @@ pub async fn gc(
 ) -> Result<Json<GcView>, AppError> {
     require_admin(&caller)?;
     let body: GcBody = body(&bytes)?;
+    if body.grace_seconds.is_some_and(|g| g > MAX_GRACE_SECONDS) {
+        return Err(AppError::bad_request(format!(
+            "`grace_seconds` is at most {MAX_GRACE_SECONDS} (ten years)"
+        ))
+        .with("field", "grace_seconds"));
+    }
     let report = state
         .maintenance
         .gc(body.grace_seconds.map(Duration::from_secs), body.dry_run)

@@ -32,6 +32,7 @@ pub struct CompressBody {
     /// Model, for token counting (default gpt-4o's o200k_base).
     pub model: Option<String>,
     /// `pointer`, `observation_masking`, `sliding_window`, `selective` or `deletion`.
+    #[schema(pattern = "^(pointer|observation_masking|sliding_window|selective|deletion)$")]
     pub strategy: String,
     /// `pointer`: offload texts over this many characters (default 6000).
     pub threshold_chars: Option<usize>,

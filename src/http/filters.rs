@@ -2,8 +2,13 @@
 //! fields are [`MemoryFilter`]'s), turned into one storage query, and the
 //! page size they take.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use super::error::AppError;
 use crate::model::MemoryFilter;
+use crate::model::filter::TIME_PATTERN;
 use crate::storage::meta::ListQuery;
 
 /// The query over `namespace` that `filter` selects, `limit` rows at most;
@@ -50,14 +55,19 @@ pub fn limit(given: Option<u32>, default: u32, max: u32) -> Result<u32, AppError
     }
 }
 
-/// A time given as Unix seconds or RFC 3339, in Unix milliseconds.
+/// A time given as Unix seconds or RFC 3339 ([`TIME_PATTERN`], which the
+/// OpenAPI document states), in Unix milliseconds.
 pub fn parse_time(field: &'static str, text: &str) -> Result<i64, AppError> {
-    if let Ok(seconds) = text.parse::<i64>() {
+    static DOCUMENTED: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(TIME_PATTERN).ok());
+    let documented = DOCUMENTED.as_ref().is_none_or(|r| r.is_match(text));
+    if documented && let Ok(seconds) = text.parse::<i64>() {
         return Ok(seconds.saturating_mul(1000));
     }
     chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .filter(|_| documented)
         .map(|t| t.timestamp_millis())
-        .map_err(|_| {
+        .ok_or_else(|| {
             AppError::bad_request(format!(
                 "`{field}` must be an RFC 3339 time (2026-01-31T12:00:00Z) or Unix seconds"
             ))

@@ -23,6 +23,7 @@ pub struct GovernorBody {
     #[schema(value_type = Option<Vec<Object>>)]
     pub messages: Option<Vec<Value>>,
     /// A token count the client already has (give this or `messages`).
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub tokens: Option<u64>,
     /// Anthropic system prompt.
     #[schema(value_type = Option<Object>)]

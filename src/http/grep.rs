@@ -23,9 +23,10 @@ use crate::storage::meta::ListQuery;
 #[into_params(parameter_in = Query)]
 pub struct GrepParams {
     /// Most matches to return (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub max_matches: Option<u32>,
     /// Start after this line (default 0: from the top); pass an answer's `next` to continue.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::model::int64::required")]
     pub after: u64,
 }
 
@@ -61,8 +62,10 @@ pub async fn grep(
 #[into_params(parameter_in = Query)]
 pub struct AcrossParams {
     /// Most matches in all (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub max_matches: Option<u32>,
     /// Memories to search, newest first (1–200, default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub memories: Option<u32>,
     /// `next_cursor` of the previous answer.
     pub cursor: Option<String>,

@@ -62,6 +62,8 @@ pub async fn put(
     let stored = match media_type(&request) {
         Some(json) if json == "application/json" => {
             let body = read_json(request.into_body(), state.config.max_json_bytes).await?;
+            // The query string's fields are checked even where the body's win.
+            query.clone().validate()?;
             let fields = body.fields.or(query);
             let content = body.content;
             let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(content))]);
@@ -124,7 +126,7 @@ async fn read_json(body: Body, limit: usize) -> Result<PutBody, AppError> {
             }
         })?
         .to_bytes();
-    serde_json::from_slice(&bytes).map_err(|e| {
+    super::json_body::parse(&bytes).map_err(|e| {
         let status = if e.is_data() {
             StatusCode::UNPROCESSABLE_ENTITY
         } else {

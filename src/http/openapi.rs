@@ -98,7 +98,107 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
             }
         }
     }
+    constrain(doc);
     close_flattened_bodies(doc);
+}
+
+/// Pattern of a memory id or prefix in a path: 12 to 64 hex characters.
+const ID_PATTERN: &str = "^[0-9a-fA-F]{12,64}$";
+
+/// Writes into the document the rules the server checks that the derives
+/// cannot state: a memory id's form in every `/v1/memories/{id}` path, the
+/// accepted forms of `since` and `until` wherever they are taken, and each
+/// put field's rule ([`crate::model::put::rules`], which the domain
+/// validates by) in the query string and the JSON body of a put. A
+/// generated client (or a fuzzer) that follows the document then sends
+/// nothing the server refuses.
+fn constrain(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::ParameterIn;
+    use utoipa::openapi::schema::{ObjectBuilder, Schema};
+    use utoipa::openapi::{RefOr, Type};
+    for (path, item) in &mut doc.paths.paths {
+        let memory_path = path.starts_with("/v1/memories/{id}");
+        let put = path == "/v1/memories";
+        for (method, operation) in operations_mut(item) {
+            for parameter in operation.parameters.iter_mut().flatten() {
+                let pattern = match (&parameter.parameter_in, parameter.name.as_str()) {
+                    (ParameterIn::Path, "id") if memory_path => ID_PATTERN,
+                    (ParameterIn::Query, "since" | "until") => crate::model::filter::TIME_PATTERN,
+                    (ParameterIn::Query, name) if put && method == "post" => {
+                        if let Some(schema) = parameter.schema.as_mut() {
+                            put_rule(schema, name, true);
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                };
+                parameter.schema = Some(RefOr::T(Schema::Object(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some(pattern))
+                        .build(),
+                )));
+            }
+        }
+    }
+    let Some(components) = doc.components.as_mut() else {
+        return;
+    };
+    if let Some(RefOr::T(Schema::Object(fields))) = components.schemas.get_mut("PutFields") {
+        for (name, schema) in &mut fields.properties {
+            put_rule(schema, name, false);
+        }
+    }
+}
+
+/// Writes put field `name`'s rule into its schema (`in_query`: the query
+/// string's form, where tags are one comma-separated string).
+fn put_rule(
+    schema: &mut utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    name: &str,
+    in_query: bool,
+) {
+    use utoipa::Number;
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{ArrayItems, ObjectBuilder, Schema, Type};
+
+    use crate::model::put::rules;
+    let RefOr::T(schema) = schema else {
+        return;
+    };
+    let text = rules::TEXT_FIELDS.iter().find(|(field, _)| *field == name);
+    match (name, schema) {
+        (_, Schema::Object(object)) if text.is_some() => {
+            object.max_length = text.map(|(_, max)| *max);
+            object.pattern = Some(rules::TEXT_PATTERN.to_owned());
+        }
+        ("type", Schema::Object(object)) => {
+            object.pattern = Some(rules::TYPE_PATTERN.to_owned());
+        }
+        ("mime", Schema::Object(object)) => {
+            object.max_length = Some(rules::MIME_MAX_CHARS);
+            object.pattern = Some(rules::MIME_PATTERN.to_owned());
+        }
+        ("tags", Schema::Object(object)) if in_query => {
+            object.pattern = Some(rules::TAGS_PATTERN.to_owned());
+        }
+        ("tags", Schema::Array(array)) => {
+            array.max_items = Some(rules::MAX_TAGS);
+            array.items = ArrayItems::RefOrSchema(Box::new(RefOr::T(Schema::Object(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(rules::TAG_PATTERN))
+                    .build(),
+            ))));
+        }
+        ("ttl_seconds", Schema::Object(object)) => {
+            object.minimum = Some(Number::UInt(1));
+            object.maximum = usize::try_from(rules::MAX_TTL_SECONDS)
+                .ok()
+                .map(Number::UInt);
+        }
+        _ => {}
+    }
 }
 
 /// utoipa writes a struct with a `#[serde(flatten)]` field as `allOf` the

@@ -17,6 +17,7 @@ use crate::domain::memories::ids::IdRef;
 #[into_params(parameter_in = Query)]
 pub struct QueryParams {
     /// A jq program (jaq's dialect of jq 1.7, with its standard library), at most 4 KiB.
+    #[param(min_length = 1, max_length = 4096)]
     pub jq: String,
 }
 

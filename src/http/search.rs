@@ -23,13 +23,16 @@ use crate::model::MemoryFilter;
 pub struct SearchParams {
     /// Words (all must match), `"a phrase"`, `prefix*`, `typo~` (a word that may be misspelt),
     /// `AND`, `OR`, `a NOT b`, parentheses.
+    #[param(min_length = 1)]
     pub q: String,
     /// Results, 1-100 (default 10).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// Wait up to this many milliseconds (at most 10000) until the index
     /// holds everything stored before the search, as Elasticsearch's
     /// `refresh=wait_for`: read your own writes. The answer's `indexed` says
     /// whether it did.
+    #[param(maximum = 10_000)]
     pub wait_ms: Option<u64>,
 }
 

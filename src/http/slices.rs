@@ -25,12 +25,16 @@ use crate::domain::memories::uri::{MemUri, Selector};
 #[into_params(parameter_in = Query)]
 pub struct LineParams {
     /// First line (default 1).
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub start: Option<u64>,
     /// Last line, inclusive (default start + 199; at most 2,000 lines per slice).
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub end: Option<u64>,
     /// Serve the longest run of whole lines from `start` (up to `end`) whose
     /// exact token count fits (at least 16); a longer first line is cut at a
     /// token boundary, `truncated`, and `next` continues inside it.
+    #[param(minimum = 16)]
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub max_tokens: Option<u64>,
     /// Count tokens with this model's encoding (default o200k_base; models
     /// without a public tokenizer get a labelled estimate).
@@ -42,8 +46,10 @@ pub struct LineParams {
 #[into_params(parameter_in = Query)]
 pub struct ByteParams {
     /// First byte (default 0).
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub offset: Option<u64>,
     /// Bytes to read (default and maximum: 65,536).
+    #[param(maximum = 65_536)]
     pub length: Option<u64>,
 }
 
@@ -55,6 +61,8 @@ pub struct FetchParams {
     pub uri: String,
     /// Serve the longest run of whole lines from the pointer's start whose
     /// exact token count fits (overrides the pointer's own `max_tokens`).
+    #[param(minimum = 16)]
+    #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub max_tokens: Option<u64>,
     /// Count tokens with this model's encoding (default o200k_base).
     pub model: Option<String>,

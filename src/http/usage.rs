@@ -2,13 +2,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::error::{AppError, ErrorBody};
+use super::json_body::LimitedJson;
 use super::state::AppState;
 use super::views::{BudgetView, CalibrationView};
 use crate::domain::DomainError;
@@ -21,6 +21,11 @@ use crate::domain::ledger::{MAX_REPORT_TOKENS, UsageReport};
 #[serde(deny_unknown_fields)]
 pub struct UsageBody {
     /// The model that served the call (`gpt-4o-2024-08-06`, `claude-sonnet-4-5`, `openai/gpt-4.1`).
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^/\\s\\u0000-\\u001F\\u007F-\\u009F][ \\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
+    )]
     pub model: String,
     /// Input (prompt) tokens the provider billed.
     #[schema(value_type = u64, minimum = 0, maximum = 100_000_000)]
@@ -120,9 +125,17 @@ pub struct UsageView {
 pub async fn post(
     State(state): State<AppState>,
     caller: Caller,
-    body: Result<Json<UsageBody>, JsonRejection>,
+    LimitedJson(body): LimitedJson<UsageBody>,
 ) -> Result<Json<UsageView>, AppError> {
-    let Json(body) = body?;
+    // The name as written is held to what the document states (the domain
+    // checks the name it keeps: the part after the last `/`).
+    if body.model.chars().count() > 128 || body.model.chars().any(char::is_control) {
+        return Err(DomainError::field(
+            "model",
+            "must name a model in 1-128 characters, without control characters",
+        )
+        .into());
+    }
     let report = UsageReport::parse(
         &body.model,
         whole("input_tokens", &body.input_tokens)?,
@@ -162,7 +175,14 @@ pub async fn post(
 
 /// A JSON number that must be a whole number in i64 range (others are 400, not 422).
 fn whole(field: &'static str, number: &Number) -> Result<i64, DomainError> {
-    number.as_i64().ok_or_else(|| {
+    // A whole number written with a fraction (`2.0`) is one (as JSON Schema counts it).
+    let integral = || {
+        number
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    };
+    number.as_i64().or_else(integral).ok_or_else(|| {
         DomainError::field(
             field,
             format!("must be a whole number between 0 and {MAX_REPORT_TOKENS}, got {number}"),

@@ -4,23 +4,23 @@
 //! help cannot drift apart. serde, utoipa (query parameters), schemars (MCP
 //! tool arguments) and clap (flags) all derive from this declaration.
 
-use serde::{Deserialize, Serialize};
+use macro_rules_attribute::apply;
+
+/// What `since` and `until` accept, as a regular expression (the OpenAPI
+/// document's `pattern`, and the server's first check): Unix seconds (1 to
+/// 12 digits), or an RFC 3339 time of a real calendar day (`T`, an optional
+/// fraction of up to 9 digits, `Z` or an offset).
+pub const TIME_PATTERN: &str = concat!(
+    "^(?:[0-9]{1,12}|",
+    "(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])",
+    "|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))",
+    "|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)",
+    "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?",
+    "(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]))$"
+);
 
 /// The memories a request selects: every given field must match.
-#[derive(
-    Clone,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Deserialize,
-    Serialize,
-    utoipa::IntoParams,
-    utoipa::ToSchema,
-    schemars::JsonSchema,
-    clap::Args,
-)]
-#[into_params(parameter_in = Query)]
+#[apply(surface_noun!)]
 pub struct MemoryFilter {
     /// Only this type.
     #[serde(rename = "type")]

@@ -4,22 +4,10 @@
 //! and where to start stay with each surface: a page there, every page in
 //! the CLI.
 
-use serde::{Deserialize, Serialize};
+use macro_rules_attribute::apply;
 
 /// A pattern and how to match it against each line.
-#[derive(
-    Clone,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Deserialize,
-    Serialize,
-    utoipa::IntoParams,
-    schemars::JsonSchema,
-    clap::Args,
-)]
-#[into_params(parameter_in = Query)]
+#[apply(surface_noun!)]
 pub struct GrepPattern {
     /// A regex matched against each line (Rust regex syntax), or a literal with `fixed`.
     pub pattern: String,

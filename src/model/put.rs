@@ -3,23 +3,11 @@
 //! body), MCP's `memory_put` and the CLI's `cairn put`. The domain validates
 //! them (`domain::memories::fields`).
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use macro_rules_attribute::apply;
+use serde::{Deserialize, Deserializer, Serializer};
 
 /// The fields a put may carry beside its content; all optional.
-#[derive(
-    Clone,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Deserialize,
-    Serialize,
-    utoipa::IntoParams,
-    utoipa::ToSchema,
-    schemars::JsonSchema,
-    clap::Args,
-)]
-#[into_params(parameter_in = Query)]
+#[apply(surface_noun!)]
 pub struct PutFields {
     /// TOOL_OUTPUT (default), WEB_SCRAPE, FILE_LIST, TRANSCRIPT, SUMMARY, CONTEXT, DOCUMENT, ...
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +58,41 @@ pub struct PutFields {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long)]
     pub pinned: Option<bool>,
+}
+
+/// The rules each put field is held to, stated once: the domain validates
+/// by them (`domain::memories::fields`) and the OpenAPI document writes
+/// them as each field's `maxLength`, `pattern` and bounds.
+pub mod rules {
+    /// Fields of free text (no control character but tab), with their longest length in characters.
+    pub const TEXT_FIELDS: [(&str, usize); 5] = [
+        ("subtype", 128),
+        ("title", 512),
+        ("thread", 1024),
+        ("checkpoint", 1024),
+        ("directory", 4096),
+    ];
+    /// Free text: no control character (Unicode `Cc`) but tab.
+    pub const TEXT_PATTERN: &str = "^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F-\\u009F]*$";
+    /// A type: a letter, then letters, digits or `_`, at most 32 (upper-cased when stored); empty: the default.
+    pub const TYPE_PATTERN: &str = "^([A-Za-z][A-Za-z0-9_]{0,31})?$";
+    /// Longest type.
+    pub const TYPE_MAX_CHARS: usize = 32;
+    /// A media type: a `/` and no control character; empty: the default.
+    pub const MIME_PATTERN: &str =
+        "^$|^[^\\u0000-\\u001F\\u007F-\\u009F]*/[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+    /// Longest media type, in characters.
+    pub const MIME_MAX_CHARS: usize = 128;
+    /// Most tags one put may give (blank ones count).
+    pub const MAX_TAGS: usize = 64;
+    /// Longest tag, in characters.
+    pub const TAG_MAX_CHARS: usize = 128;
+    /// One tag: no comma, no control character, at most 128 characters.
+    pub const TAG_PATTERN: &str = "^[^,\\u0000-\\u001F\\u007F-\\u009F]{0,128}$";
+    /// Tags in a query string: up to 64, comma-separated.
+    pub const TAGS_PATTERN: &str = "^[^,\\u0000-\\u001F\\u007F-\\u009F]{0,128}(,[^,\\u0000-\\u001F\\u007F-\\u009F]{0,128}){0,63}$";
+    /// Longest `ttl_seconds`: ten years.
+    pub const MAX_TTL_SECONDS: u64 = 10 * 365 * 86_400;
 }
 
 impl PutFields {

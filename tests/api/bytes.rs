@@ -178,13 +178,22 @@ async fn a_length_over_65536_is_a_400_naming_the_limit(app: &TestApp) {
 async fn an_offset_past_the_end_is_a_400(app: &TestApp) {
     let content = noise_lines(14, 1000);
     let id = app.put_id(content.clone()).await;
-    for offset in [1001, 5000, u64::MAX] {
+    for offset in [1001, 5000, i64::MAX as u64] {
         app.get(&format!(
             "/v1/memories/{id}/bytes?offset={offset}&length=10"
         ))
         .await
         .assert_error(StatusCode::BAD_REQUEST, "invalid_range");
     }
+    // Beyond int64, as the OpenAPI document states the parameter: refused as a bad query.
+    let beyond = app
+        .get(&format!(
+            "/v1/memories/{id}/bytes?offset={}&length=10",
+            u64::MAX
+        ))
+        .await;
+    assert_eq!(beyond.status, StatusCode::BAD_REQUEST);
+    assert!(beyond.text().contains("largest int64"), "{}", beyond.text());
     // Exactly at the end: an empty slice, nothing next.
     let body = check_bytes(app, &id, &content, 1000, Some(10)).await;
     assert_eq!(body["text"], "");

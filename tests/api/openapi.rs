@@ -298,3 +298,109 @@ async fn live_answers_fit_the_schemas_their_operations_document() {
     );
     app.shutdown().await;
 }
+
+/// The rules the document states that the derives could not (see
+/// `http/openapi.rs::constrain`) are the server's: what the document's
+/// pattern or bound refuses, the server refuses, and what it admits, the
+/// server takes (schemathesis's negative and positive checks, by hand).
+#[tokio::test]
+async fn the_server_holds_fields_to_the_rules_the_document_states() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.json();
+    let since = doc["paths"]["/v1/memories"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "since")
+        .unwrap()["schema"]["pattern"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let since = regex::Regex::new(&since).unwrap();
+    for (time, documented) in [
+        ("1700000000", true),
+        ("2024-02-29T00:00:00Z", true),
+        ("2026-01-31T12:00:00.123+05:30", true),
+        ("2026-02-29T00:00:00Z", false),
+        ("2026-02-30T00:00:00Z", false),
+        ("2026-01-31t12:00:00z", false),
+        ("-5", false),
+        ("9999999999999999999", false),
+    ] {
+        assert_eq!(since.is_match(time), documented, "{time}");
+        let status = app
+            .get(&format!("/v1/memories?since={}", crate::helpers::enc(time)))
+            .await
+            .status;
+        let expected = if documented {
+            StatusCode::OK
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        assert_eq!(status, expected, "since={time}");
+    }
+    let id_pattern = doc["paths"]["/v1/memories/{id}"]["get"]["parameters"][0]["schema"]["pattern"]
+        .as_str()
+        .unwrap();
+    assert_eq!(id_pattern, "^[0-9a-fA-F]{12,64}$");
+    // Tags: at most 64 as given (blank ones count), each without a comma.
+    let put = |body: Value| app.put_json(body);
+    let blank_tags = vec![""; 65];
+    put(serde_json::json!({"content": "tags", "tags": blank_tags}))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_field");
+    // A whole number written with a fraction is the integer it is.
+    let stored = put(serde_json::json!({"content": "ttl as 60.0", "ttl_seconds": 60.0})).await;
+    assert_eq!(stored.status, StatusCode::CREATED, "{}", stored.text());
+    // A query-string field is checked even where the JSON body's wins.
+    let body = serde_json::json!({"content": "both", "type": "LOG"}).to_string();
+    app.post(
+        "/v1/memories?type=%3Cbad%3E",
+        Some("application/json"),
+        &[],
+        body,
+    )
+    .await
+    .assert_error(StatusCode::BAD_REQUEST, "invalid_field");
+    // Beyond int64 (how the document writes these integers) is refused.
+    let gc = |body: Value| {
+        app.post(
+            "/v1/admin/gc",
+            Some("application/json"),
+            &[],
+            body.to_string(),
+        )
+    };
+    assert_eq!(
+        gc(serde_json::json!({"grace_seconds": 315_360_001_u64, "dry_run": true}))
+            .await
+            .status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        gc(serde_json::json!({"grace_seconds": 60, "dry_run": true}))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let prune = app
+        .post(
+            "/v1/admin/prune",
+            Some("application/json"),
+            &[],
+            serde_json::json!({"keep_entries": 9_223_372_036_854_775_808_u64, "dry_run": true})
+                .to_string(),
+        )
+        .await;
+    assert!(prune.status.is_client_error(), "{}", prune.text());
+    // A model name as written is at most 128 characters.
+    let long = format!("{}/gpt-4o", "a".repeat(130));
+    app.post(
+        "/v1/usage",
+        Some("application/json"),
+        &[],
+        serde_json::json!({"model": long, "input_tokens": 1, "output_tokens": 1}).to_string(),
+    )
+    .await
+    .assert_error(StatusCode::BAD_REQUEST, "invalid_field");
+}

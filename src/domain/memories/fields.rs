@@ -2,6 +2,9 @@
 
 use crate::domain::DomainError;
 use crate::model::PutFields;
+use crate::model::put::rules::{
+    MAX_TAGS, MIME_MAX_CHARS, TAG_MAX_CHARS, TEXT_FIELDS, TYPE_MAX_CHARS,
+};
 use crate::storage::meta::MemoryFields;
 
 /// Type given when the client names none.
@@ -9,8 +12,7 @@ pub const DEFAULT_TYPE: &str = "TOOL_OUTPUT";
 /// Media type given when the client names none.
 pub const DEFAULT_MIME: &str = "text/plain";
 
-/// Longest accepted `ttl_seconds`: ten years.
-pub const MAX_TTL_SECONDS: u64 = 10 * 365 * 86_400;
+pub use crate::model::put::rules::MAX_TTL_SECONDS;
 
 /// The domain's side of the put fields every surface declares with
 /// [`PutFields`]: what makes them valid.
@@ -21,7 +23,7 @@ impl PutFields {
             None => DEFAULT_TYPE.to_owned(),
             Some(k) => {
                 let k = k.to_ascii_uppercase();
-                let ok = k.len() <= 32
+                let ok = k.len() <= TYPE_MAX_CHARS
                     && k.starts_with(|c: char| c.is_ascii_uppercase())
                     && k.chars()
                         .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
@@ -36,7 +38,13 @@ impl PutFields {
         };
         let mime = match self.mime.filter(|m| !m.is_empty()) {
             None => DEFAULT_MIME.to_owned(),
-            Some(m) if m.len() <= 128 && m.contains('/') && !m.chars().any(char::is_control) => m,
+            Some(m)
+                if m.chars().count() <= MIME_MAX_CHARS
+                    && m.contains('/')
+                    && !m.chars().any(char::is_control) =>
+            {
+                m
+            }
             Some(_) => {
                 return Err(DomainError::field(
                     "mime",
@@ -44,13 +52,23 @@ impl PutFields {
                 ));
             }
         };
+        // Counted as given (blank ones included), as the API documents it.
+        if self.tags.len() > MAX_TAGS {
+            return Err(DomainError::field(
+                "tags",
+                format!("at most {MAX_TAGS} tags per memory"),
+            ));
+        }
         let mut tags = Vec::with_capacity(self.tags.len());
         for tag in self.tags {
             let tag = tag.trim().to_owned();
             if tag.is_empty() {
                 continue;
             }
-            if tag.chars().count() > 128 || tag.contains(',') || tag.chars().any(char::is_control) {
+            if tag.chars().count() > TAG_MAX_CHARS
+                || tag.contains(',')
+                || tag.chars().any(char::is_control)
+            {
                 return Err(DomainError::field(
                     "tags",
                     "each tag is at most 128 characters, without commas or control characters",
@@ -60,9 +78,6 @@ impl PutFields {
         }
         tags.sort();
         tags.dedup();
-        if tags.len() > 64 {
-            return Err(DomainError::field("tags", "at most 64 tags per memory"));
-        }
         if self
             .ttl_seconds
             .is_some_and(|t| t == 0 || t > MAX_TTL_SECONDS)
@@ -76,22 +91,23 @@ impl PutFields {
             kind,
             pinned: self.pinned.unwrap_or(false),
             ttl_seconds: self.ttl_seconds,
-            subtype: text("subtype", self.subtype, 128)?,
+            subtype: text("subtype", self.subtype)?,
             mime,
-            title: text("title", self.title, 512)?,
+            title: text("title", self.title)?,
             tags,
-            thread: text("thread", self.thread, 1024)?,
-            checkpoint: text("checkpoint", self.checkpoint, 1024)?,
-            directory: text("directory", self.directory, 4096)?,
+            thread: text("thread", self.thread)?,
+            checkpoint: text("checkpoint", self.checkpoint)?,
+            directory: text("directory", self.directory)?,
         })
     }
 }
 
-fn text(
-    field: &'static str,
-    value: Option<String>,
-    max: usize,
-) -> Result<Option<String>, DomainError> {
+/// A free-text field, held to its longest length in [`TEXT_FIELDS`].
+fn text(field: &'static str, value: Option<String>) -> Result<Option<String>, DomainError> {
+    let max = TEXT_FIELDS
+        .iter()
+        .find(|(name, _)| *name == field)
+        .map_or(0, |(_, max)| *max);
     match value {
         None => Ok(None),
         Some(v) if v.is_empty() => Ok(None),
