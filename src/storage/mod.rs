@@ -22,10 +22,6 @@ pub enum StorageError {
     /// A metadata-store failure.
     #[error("metadata store error: {0}")]
     Database(String),
-    /// A search expression the index cannot run (the query's fault, not
-    /// the store's: the domain's parser should leave none).
-    #[error("{0}")]
-    BadExpression(String),
     /// The backend is shutting down or unreachable.
     #[error("storage unavailable: {0}")]
     Unavailable(String),

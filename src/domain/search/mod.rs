@@ -10,9 +10,10 @@ use super::DomainError;
 use super::foreground::Foreground;
 use crate::domain::memories::read::ObjectReader;
 use crate::domain::memories::read::frame_cache::FrameCache;
-use crate::storage::StorageError;
 use crate::storage::blob::BlobStore;
-use crate::storage::meta::{IndexLag, ListQuery, MemoryRecord, MetaStore, ObjectStore, SearchRow};
+use crate::storage::meta::{
+    Expr, IndexLag, ListQuery, MemoryRecord, MetaStore, ObjectStore, SearchRow,
+};
 
 pub mod hits;
 mod indexer;
@@ -162,12 +163,12 @@ impl Search {
         let mut parsed = query::parse(text).map_err(|e| DomainError::InvalidQuery(e.0))?;
         filter.limit = filter.limit.clamp(1, MAX_RESULTS);
         filter.after = None;
-        let mut rows = self.rows(&parsed.fts, &filter).await?;
+        let mut rows = self.rows(&parsed.expr, &filter).await?;
         let mut fuzzy = false;
         if rows.is_empty()
             && let Some(loose) = query::relaxed(&parsed)
         {
-            rows = self.rows(&loose.fts, &filter).await?;
+            rows = self.rows(&loose.expr, &filter).await?;
             parsed = loose;
             fuzzy = true;
         }
@@ -196,14 +197,9 @@ impl Search {
         Ok(results)
     }
 
-    /// The index rows matching an FTS5 expression.
-    async fn rows(&self, fts: &str, filter: &ListQuery) -> Result<Vec<SearchRow>, DomainError> {
-        self.meta.search(fts, filter).await.map_err(|e| match e {
-            // Translation should leave nothing a backend refuses; should it,
-            // it is still the query's fault.
-            StorageError::BadExpression(message) => DomainError::InvalidQuery(message),
-            other => DomainError::Storage(other),
-        })
+    /// The index rows matching a query's expression.
+    async fn rows(&self, expr: &Expr, filter: &ListQuery) -> Result<Vec<SearchRow>, DomainError> {
+        Ok(self.meta.search(expr, filter).await?)
     }
 
     /// The matching lines of the first few matching frames of object `id`.

@@ -6,9 +6,12 @@
 //! trailing `~` for a word that may be misspelt (`confgi~` finds `config`:
 //! see [`crate::text::typo_edits`]; on the embedded index only).
 //! Every word is re-quoted, so no character of the input reaches FTS5 as
-//! syntax; whatever cannot be translated is refused with the reason.
+//! syntax; whatever cannot be translated is refused with the reason. The
+//! expression goes to the index as an [`Expr`], parsed here.
 
 pub use crate::text::words;
+
+use crate::storage::meta::expression::{self, Expr};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 1024;
@@ -34,8 +37,10 @@ pub struct Term {
 /// A translated query.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Query {
-    /// The FTS5 expression.
+    /// The expression in its text form (FTS5's syntax; logs and tests).
     pub fts: String,
+    /// The expression the index searches by (`fts`, parsed).
+    pub expr: Expr,
     /// The terms a matching line may contain (not those under `NOT`).
     pub terms: Vec<Term>,
 }
@@ -289,7 +294,10 @@ fn parse_within(input: &str, max_bytes: usize, max_terms: usize) -> Result<Query
     if depth > 0 {
         return Err(QueryError("`(` without a matching `)`".into()));
     }
-    Ok(Query { fts, terms })
+    // What the lexer left is valid by construction; should it not parse,
+    // it is still this query's error, answered as such.
+    let expr = expression::parse(&fts).map_err(QueryError)?;
+    Ok(Query { fts, expr, terms })
 }
 
 fn push(fts: &mut String, piece: &str) {

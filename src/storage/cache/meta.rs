@@ -21,11 +21,11 @@ use super::object_wire;
 use super::redis::{OBJECTS, RedisCache};
 use crate::storage::StorageError;
 use crate::storage::meta::{
-    AccessUpdate, AdminStore, CalibrationRow, ExchangeQuery, ExchangeRow, FrameBatch, FrameWords,
-    ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord,
-    MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore,
-    ObjectSummary, PendingObject, PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow,
-    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    AccessUpdate, AdminStore, CalibrationRow, ExchangeQuery, ExchangeRow, Expr, FrameBatch,
+    FrameWords, ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery,
+    MemoryRecord, MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord,
+    ObjectStore, ObjectSummary, PendingObject, PruneOrder, PutOutcome, RetentionRow, SearchIndex,
+    SearchRow, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// How long a removed object's tombstone keeps fills of its record out: far
@@ -238,7 +238,7 @@ impl SearchIndex for CachedMetaStore {
 
     async fn search(
         &self,
-        expression: &str,
+        expression: &Expr,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
         self.inner.search(expression, filter).await

@@ -1,5 +1,8 @@
-//! The full-text expressions the domain writes (src/domain/search/query.rs),
-//! parsed for the tantivy index every backend searches through.
+//! The full-text expression language of the index every backend searches
+//! through: [`Expr`], what [`crate::storage::meta::SearchIndex::search`]
+//! takes, and [`parse`], which reads its text form. The domain writes a
+//! user's query in this form (src/domain/search/query.rs) and parses it
+//! itself, so a query it cannot express is its error, never the store's.
 //!
 //! The expressions are made of double-quoted lower-case phrases (a trailing
 //! `*` makes the last word a prefix; a trailing `~` makes a one-word phrase
@@ -12,7 +15,7 @@ use crate::text::words;
 
 /// A parsed expression.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Expr {
+pub enum Expr {
     /// A phrase: its words in order; `prefix` when the last is a prefix;
     /// `fuzzy` when its one word also matches words a typo away.
     Phrase {
@@ -83,8 +86,8 @@ fn lex(expression: &str) -> Result<Vec<Token>, String> {
     Ok(tokens)
 }
 
-/// Parses an FTS5 expression of the form the domain writes.
-pub(crate) fn parse(expression: &str) -> Result<Expr, String> {
+/// Parses an expression's text form (an FTS5 expression of the form the domain writes).
+pub fn parse(expression: &str) -> Result<Expr, String> {
     let tokens = lex(expression)?;
     let mut parser = Parser {
         tokens,
@@ -169,5 +172,51 @@ impl Parser<'_> {
             }
             _ => Err(bad(self.expression, "an operand is missing")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Expr, parse};
+
+    fn phrase(word: &str) -> Expr {
+        Expr::Phrase {
+            words: vec![word.to_owned()],
+            prefix: false,
+            fuzzy: false,
+        }
+    }
+
+    #[test]
+    fn a_malformed_text_is_refused_with_its_reason() {
+        for (text, why) in [
+            ("(\"zebra\"", "missing `)`"),
+            ("\"zebra", "unterminated phrase"),
+            ("\"zebra\")", "unbalanced `)`"),
+            ("AND \"x\"", "an operand is missing"),
+            ("\"\"", "empty phrase"),
+            ("\"a b\"~", "`~` follows a single word"),
+            ("zebra", "unexpected `zebra`"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn adjacency_binds_tighter_than_not_then_and_then_or() {
+        let (a, b, c) = (phrase("a"), phrase("b"), phrase("c"));
+        let and = |l: Expr, r: Expr| Expr::And(Box::new(l), Box::new(r));
+        let not = |l: Expr, r: Expr| Expr::Not(Box::new(l), Box::new(r));
+        let or = |l: Expr, r: Expr| Expr::Or(Box::new(l), Box::new(r));
+        assert_eq!(
+            parse("\"a\" NOT \"b\" \"c\"").unwrap(),
+            not(a.clone(), and(b.clone(), c.clone()))
+        );
+        assert_eq!(
+            parse("\"a\" OR \"b\" AND \"c\"").unwrap(),
+            or(a.clone(), and(b.clone(), c.clone()))
+        );
+        assert_eq!(parse("(\"a\" OR \"b\") \"c\"").unwrap(), and(or(a, b), c));
     }
 }

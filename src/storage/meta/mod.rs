@@ -10,7 +10,9 @@ mod admin_rows;
 #[cfg(test)]
 mod contract;
 mod exchange_rows;
-mod expression;
+pub mod expression;
+
+pub use expression::Expr;
 mod fulltext;
 mod ledger_rows;
 pub mod postgres;
@@ -141,11 +143,11 @@ pub trait SearchIndex: Send + Sync {
         words: &[String],
     ) -> Result<Option<Vec<FrameWords>>, StorageError>;
     /// Memories of `filter.namespace` whose frames match the full-text
-    /// `expression` (already safe for the backend), best first, at most
-    /// `filter.limit`, within the filter's fields (`after` is ignored).
+    /// `expression`, best first, at most `filter.limit`, within the
+    /// filter's fields (`after` is ignored).
     async fn search(
         &self,
-        expression: &str,
+        expression: &Expr,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError>;
 }

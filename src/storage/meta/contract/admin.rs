@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::super::{AccessUpdate, FrameBatch, IndexedFrame, ListQuery, MetaStore, PruneOrder};
 use super::{list_query, raw_put};
+use crate::storage::meta::expression::parse;
 
 /// Prune orders, pinned memories kept, expiry by time.
 pub(in crate::storage::meta) async fn retention_sees_every_memory_and_never_removes_pinned_ones(
@@ -106,7 +107,7 @@ pub(in crate::storage::meta) async fn gc_removes_only_objects_no_memory_refers_t
     store.search_pending(10).await.unwrap(); // the indexer's next look
     assert_eq!(
         store
-            .search("\"collectable\"", &list_query("a"))
+            .search(&parse("\"collectable\"").unwrap(), &list_query("a"))
             .await
             .unwrap()
             .len(),
@@ -151,7 +152,7 @@ pub(in crate::storage::meta) async fn gc_removes_only_objects_no_memory_refers_t
     assert!(again.created && again.object_created);
     assert!(
         store
-            .search("\"collectable\"", &list_query("a"))
+            .search(&parse("\"collectable\"").unwrap(), &list_query("a"))
             .await
             .unwrap()
             .is_empty()

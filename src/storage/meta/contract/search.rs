@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::super::{FrameBatch, IndexLag, ListQuery, MetaStore};
 use super::{list_query, raw_put};
+use crate::storage::meta::expression::parse;
 
 /// Indexes `frames` as the frames of object `hash`, twice (it is
 /// idempotent), then asks for more work, as the indexer does (an index that
@@ -58,7 +59,7 @@ async fn caught_up(store: &dyn MetaStore) -> IndexLag {
 /// file` → `"open" "file"`; the domain's tests pin those translations).
 async fn found(store: &dyn MetaStore, namespace: &str, fts: &str) -> Vec<(String, Vec<u32>)> {
     store
-        .search(fts, &list_query(namespace))
+        .search(&parse(fts).unwrap(), &list_query(namespace))
         .await
         .unwrap()
         .into_iter()
@@ -150,7 +151,7 @@ pub(in crate::storage::meta) async fn search_spans_a_large_frame_and_ranks_frame
         [("big".into(), vec![1, 0])]
     );
     let rows = store
-        .search("\"omegaword\"", &list_query("a"))
+        .search(&parse("\"omegaword\"").unwrap(), &list_query("a"))
         .await
         .unwrap();
     assert!(
@@ -190,7 +191,10 @@ pub(in crate::storage::meta) async fn search_keeps_to_the_filters_and_the_limit(
         names
     };
     let needle = "\"needle\"";
-    let all = store.search(needle, &list_query("a")).await.unwrap();
+    let all = store
+        .search(&parse(needle).unwrap(), &list_query("a"))
+        .await
+        .unwrap();
     assert_eq!(names(all), ["m0", "m1", "m2", "m3", "m4", "m5"]);
     let cases = [
         (
@@ -225,7 +229,12 @@ pub(in crate::storage::meta) async fn search_keeps_to_the_filters_and_the_limit(
     ];
     for (filter, expected) in cases {
         assert_eq!(
-            names(store.search(needle, &filter).await.unwrap()),
+            names(
+                store
+                    .search(&parse(needle).unwrap(), &filter)
+                    .await
+                    .unwrap()
+            ),
             expected,
             "{filter:?}"
         );
@@ -234,5 +243,12 @@ pub(in crate::storage::meta) async fn search_keeps_to_the_filters_and_the_limit(
         limit: 2,
         ..list_query("a")
     };
-    assert_eq!(store.search(needle, &two).await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .search(&parse(needle).unwrap(), &two)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use super::PgMetaStore;
 use super::tests::{TestStore, test_store};
 use crate::storage::meta::contract::{hash_of, list_query, raw_put};
+use crate::storage::meta::expression::parse;
 use crate::storage::meta::{FrameBatch, MetaStore, SearchIndex};
 
 /// Runs `store`'s indexer as the domain's does, each object handed out
@@ -58,7 +59,7 @@ async fn put(store: &dyn MetaStore, texts: &mut HashMap<String, String>, text: &
 /// Ids of the memories of `a` matching `fts`, sorted.
 async fn found(store: &dyn MetaStore, fts: &str) -> Vec<String> {
     let mut ids: Vec<String> = store
-        .search(fts, &list_query("a"))
+        .search(&parse(fts).unwrap(), &list_query("a"))
         .await
         .unwrap()
         .into_iter()

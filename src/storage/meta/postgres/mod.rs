@@ -14,11 +14,11 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Postgres, Row};
 
-use super::LedgerBatch;
 use super::fulltext::FullText;
 use super::sql::search::blocking;
 use super::sql::{self, Backend, Dialect, Reads, SharedReads, memory_select};
 use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, ObjectLease, PutOutcome};
+use super::{Expr, LedgerBatch};
 use super::{FrameBatch, FrameWords, IndexLag, PendingObject, SearchRow};
 use crate::storage::StorageError;
 use feed::Feed;
@@ -164,7 +164,7 @@ impl Backend for PgMetaStore {
 
     async fn search(
         &self,
-        expression: &str,
+        expression: &Expr,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
         sql::search::search(&self.read, &self.feed.fulltext, expression, filter).await

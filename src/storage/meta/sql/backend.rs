@@ -11,11 +11,11 @@ use super::SharedReads;
 use crate::clock::now_ms;
 use crate::storage::StorageError;
 use crate::storage::meta::{
-    AccessUpdate, AdminStore, CalibrationRow, ExchangeQuery, ExchangeRow, FrameBatch, FrameWords,
-    ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery, MemoryRecord,
-    MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord, ObjectStore,
-    ObjectSummary, PendingObject, PruneOrder, PutOutcome, RetentionRow, SearchIndex, SearchRow,
-    StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    AccessUpdate, AdminStore, CalibrationRow, ExchangeQuery, ExchangeRow, Expr, FrameBatch,
+    FrameWords, ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery,
+    MemoryRecord, MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord,
+    ObjectStore, ObjectSummary, PendingObject, PruneOrder, PutOutcome, RetentionRow, SearchIndex,
+    SearchRow, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// What one SQL backend does its own way; each method is the role method
@@ -56,7 +56,7 @@ pub(in crate::storage::meta) trait Backend: Send + Sync {
     /// See [`SearchIndex::search`].
     async fn search(
         &self,
-        expression: &str,
+        expression: &Expr,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError>;
     /// See [`AdminStore::remove_memories`].
@@ -207,7 +207,7 @@ impl<B: Backend> SearchIndex for B {
 
     async fn search(
         &self,
-        expression: &str,
+        expression: &Expr,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
         Backend::search(self, expression, filter).await

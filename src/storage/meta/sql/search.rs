@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 
-use super::super::expression::{self, Expr};
+use super::super::expression::Expr;
 use super::super::fulltext::{FrameHit, FullText};
 use super::super::{ListQuery, MemoryRecord, SearchRow};
 use super::rows::memory_from_row;
@@ -59,10 +59,9 @@ struct Ranked {
 pub(in crate::storage::meta) async fn search(
     rows: &dyn Lookup,
     index: &Arc<FullText>,
-    expression: &str,
+    expr: &Expr,
     filter: &ListQuery,
 ) -> Result<Vec<SearchRow>, StorageError> {
-    let expr = expression::parse(expression).map_err(StorageError::BadExpression)?;
     let limit = filter.limit.max(1) as usize;
     let mut pass = FIRST_PASS_FRAMES.max(limit.saturating_mul(FIRST_PASS_PER_RESULT));
     let started = std::time::Instant::now();
@@ -105,7 +104,7 @@ pub(in crate::storage::meta) async fn search(
         }
         if exhaustive || proven {
             if !exhaustive {
-                complete_frames(index, &expr, &mut chosen).await?;
+                complete_frames(index, expr, &mut chosen).await?;
             }
             tracing::debug!(pass, exhaustive, elapsed = ?started.elapsed(), "search ranked");
             return Ok(answer(chosen, allowed));

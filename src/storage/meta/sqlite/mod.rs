@@ -23,7 +23,7 @@ use super::fulltext::FullText;
 use super::sql::search::blocking;
 use super::sql::{self, Backend, Dialect, Reads, SharedReads, memory_select};
 use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, PutOutcome};
-use super::{FrameBatch, FrameWords, IndexLag, PendingObject, SearchRow};
+use super::{Expr, FrameBatch, FrameWords, IndexLag, PendingObject, SearchRow};
 use crate::storage::StorageError;
 use writer::WriteCommand;
 
@@ -230,7 +230,7 @@ impl Backend for SqliteMetaStore {
 
     async fn search(
         &self,
-        expression: &str,
+        expression: &Expr,
         filter: &ListQuery,
     ) -> Result<Vec<SearchRow>, StorageError> {
         sql::search::search(&self.read, &self.fulltext, expression, filter).await
