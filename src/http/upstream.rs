@@ -1,14 +1,18 @@
 //! Calling the upstream provider: its URL, the headers that go (everything
 //! the client sent but hop-by-hop headers, Cairn's own and, with a
-//! sidecar-held key, the client's key), and failures as 502/504; and the
-//! proxy's settings ([`Proxy`]: the upstreams, bounds and HTTP client).
+//! sidecar-held key, the client's key), the domain's upstream port over
+//! reqwest ([`HttpUpstream`]), and faults as 502/504; and the proxy's
+//! settings ([`Proxy`]: the upstreams, bounds and HTTP client).
 
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use bytes::Bytes;
+use futures::StreamExt;
 
 use crate::config::Secret;
 use crate::domain::proxying::Provider;
+use crate::domain::proxying::exchange::{self, Fault, Reply};
 use crate::domain::proxying::rewrite::RewriteSettings;
 use crate::domain::proxying::tiers::ConversationTiers;
 use crate::http::error::AppError;
@@ -102,19 +106,48 @@ pub fn response_headers(upstream: &HeaderMap) -> HeaderMap {
     out
 }
 
-/// Sends one request upstream and waits for the answer's head.
-pub async fn send(
-    client: &reqwest::Client,
-    url: &str,
+/// One exchange's upstream: the domain's [`exchange::Upstream`] port over
+/// reqwest (its URL, the headers that go, the deadline for an answer's head).
+pub struct HttpUpstream {
+    client: reqwest::Client,
+    url: String,
     headers: HeaderMap,
-    body: bytes::Bytes,
     timeout: Duration,
-) -> Result<reqwest::Response, AppError> {
-    let request = client.post(url).headers(headers).body(body).send();
-    match tokio::time::timeout(timeout, request).await {
-        Ok(Ok(response)) => Ok(response),
-        Ok(Err(e)) => Err(failure(&e)),
-        Err(_) => Err(timed_out(timeout)),
+}
+
+impl HttpUpstream {
+    /// Calls of `url` with `headers` through `proxy`'s client and deadline.
+    pub fn new(proxy: &Proxy, url: String, headers: HeaderMap) -> Self {
+        Self {
+            client: proxy.client.clone(),
+            url,
+            headers,
+            timeout: proxy.timeout,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl exchange::Upstream for HttpUpstream {
+    type Headers = HeaderMap;
+
+    async fn send(&self, body: Bytes) -> Result<Reply<HeaderMap>, Fault> {
+        let request = self.client.post(&self.url).headers(self.headers.clone());
+        let answer = within(self.timeout, request.body(body).send()).await?;
+        let event_stream = answer
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        Ok(Reply {
+            status: answer.status().as_u16(),
+            headers: response_headers(answer.headers()),
+            event_stream,
+            body: answer
+                .bytes_stream()
+                .map(|chunk| chunk.map_err(|e| cause(&e)))
+                .boxed(),
+        })
     }
 }
 
@@ -124,60 +157,38 @@ pub async fn forward(
     method: reqwest::Method,
     url: &str,
     headers: HeaderMap,
-    body: bytes::Bytes,
+    body: Bytes,
     timeout: Duration,
 ) -> Result<reqwest::Response, AppError> {
-    let request = client
-        .request(method, url)
-        .headers(headers)
-        .body(body)
-        .send();
-    match tokio::time::timeout(timeout, request).await {
+    let request = client.request(method, url).headers(headers).body(body);
+    within(timeout, request.send())
+        .await
+        .map_err(|fault| fault_error(&fault))
+}
+
+/// A call's answer head within `timeout`.
+async fn within(
+    timeout: Duration,
+    call: impl std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+) -> Result<reqwest::Response, Fault> {
+    match tokio::time::timeout(timeout, call).await {
         Ok(Ok(response)) => Ok(response),
-        Ok(Err(e)) => Err(failure(&e)),
-        Err(_) => Err(timed_out(timeout)),
+        Ok(Err(e)) if e.is_timeout() => Err(Fault::Timeout(None)),
+        Ok(Err(e)) => Err(Fault::Unreachable(cause(&e))),
+        Err(_) => Err(Fault::Timeout(Some(timeout))),
     }
 }
 
-/// An upstream failure as the client sees it: 504 for a timeout, else 502.
-pub fn failure(err: &reqwest::Error) -> AppError {
-    if err.is_timeout() {
-        return AppError::new(
-            StatusCode::GATEWAY_TIMEOUT,
-            "upstream_timeout",
-            "the upstream provider did not answer in time",
-        );
-    }
-    // The error's own text names the URL (never a key) and the cause.
-    let cause = std::error::Error::source(err).map_or_else(|| err.to_string(), ToString::to_string);
-    AppError::new(
-        StatusCode::BAD_GATEWAY,
-        "upstream_unreachable",
-        format!("the upstream provider could not be reached: {cause}"),
-    )
+/// What failed: the error's own text names the URL (never a key) and the cause.
+fn cause(err: &reqwest::Error) -> String {
+    std::error::Error::source(err).map_or_else(|| err.to_string(), ToString::to_string)
 }
 
-/// The 502 of an answer larger than Cairn holds in memory.
-pub fn too_large(limit: usize) -> AppError {
-    AppError::new(
-        StatusCode::BAD_GATEWAY,
-        "upstream_answer_too_large",
-        format!("the upstream's answer is larger than {limit} bytes (CAIRN_MAX_JSON_BYTES)"),
-    )
+/// An upstream fault as the client sees it: 504 for a timeout, else 502.
+pub fn fault_error(fault: &Fault) -> AppError {
+    let status = StatusCode::from_u16(fault.status()).unwrap_or(StatusCode::BAD_GATEWAY);
+    AppError::new(status, fault.code(), fault.message())
 }
-
-/// The 504 of a call that outlived its deadline.
-pub fn timed_out(timeout: Duration) -> AppError {
-    AppError::new(
-        StatusCode::GATEWAY_TIMEOUT,
-        "upstream_timeout",
-        format!(
-            "the upstream provider did not answer within {} s (CAIRN_PROXY_TIMEOUT_SECS)",
-            timeout.as_secs()
-        ),
-    )
-}
-
 /// The proxy's settings and the HTTP client it calls upstreams with.
 pub struct Proxy {
     pub(super) openai: Option<Upstream>,

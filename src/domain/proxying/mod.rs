@@ -1,8 +1,11 @@
 //! Cairn in the loop: what the LLM proxy does to a provider request before it
-//! goes upstream (offload, govern), and the accounting of what comes back.
-//! Provider-neutral logic over JSON bodies; the HTTP side (keys, upstream
-//! calls, streams, tool calls) is `http::proxy`.
+//! goes upstream (offload, govern), the exchange's rounds with the upstream
+//! and Cairn's tools behind two ports ([`exchange`]), and the accounting of
+//! what comes back. Provider-neutral logic over JSON bodies; the HTTP side
+//! (routes, keys, headers, the HTTP client, the tools' answers) is
+//! `http::proxy`.
 
+pub mod exchange;
 pub mod exchanges;
 pub mod govern_cost;
 pub mod responses_items;

@@ -2,41 +2,45 @@
 //! port. A client points its base URL here (`OPENAI_BASE_URL=http://cairn:8077/v1`,
 //! `ANTHROPIC_BASE_URL=http://cairn:8077`) and changes nothing else: each
 //! request is offloaded and governed ([`crate::domain::proxying`]), Cairn's
-//! retrieval tools are added when it carries a pointer, the upstream is
-//! called, calls to Cairn's own tools are answered here and the conversation
-//! continued (bounded rounds), and the client gets the provider's own answer
-//! shape — JSON or SSE — with `x-cairn-*` headers saying what was done.
+//! retrieval tools are added when it carries a pointer, and the exchange
+//! runs in the domain ([`crate::domain::proxying::exchange`]: the upstream
+//! called, Cairn's own tool calls answered and the conversation continued,
+//! bounded rounds) over two ports implemented here (the upstream through
+//! reqwest, `http/upstream.rs`; the tools as MCP answers them, `tools.rs`).
+//! The client gets the provider's own answer shape — JSON or SSE — with
+//! `x-cairn-*` headers saying what was done.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
+use futures::StreamExt;
 use serde_json::Value;
 
-use crate::domain::proxying::exchanges::Trace;
+use crate::domain::proxying::exchange::json::{self, Failure};
+use crate::domain::proxying::exchange::streamed::{self, Started};
+use crate::domain::proxying::exchange::{self, Bounds, Exchange, Services, record};
 use crate::domain::proxying::rewrite::{Report, Rewriter};
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::{Endpoint, Provider, wire};
 use crate::http::auth::Caller;
 use crate::http::error::AppError;
-use crate::http::limits::{Admitted, Surface};
+use crate::http::limits::Surface;
 use crate::http::state::AppState;
+use crate::http::upstream::{HttpUpstream, fault_error};
 
 /// Headers that name the client's session, first found wins: Cairn's own,
 /// Claude Code's, Codex's. With the conversation's opening they key the
 /// governor's tier, which only rises within a conversation.
 const SESSION_HEADERS: [&str; 3] = ["x-cairn-thread", "x-claude-code-session-id", "session-id"];
 
-mod answer;
 mod auth;
 mod endpoint;
-mod ledger;
-mod rounds;
-mod stream;
 mod tools;
 
 use crate::http::upstream;
@@ -92,74 +96,31 @@ async fn models(State(s): State<AppState>, uri: Uri, h: HeaderMap, body: Body) -
     passed_through(s, Provider::OpenAi, Method::GET, uri, h, body).await
 }
 
-/// One exchange: a client request and the upstream rounds that answer it.
-pub(super) struct Exchange {
-    state: AppState,
-    endpoint: Endpoint,
-    caller: Caller,
-    url: String,
-    headers: HeaderMap,
-    report: Report,
-    /// Cairn's tools added to this request (the calls Cairn answers).
-    ours: Vec<&'static str>,
-    model: String,
-    started: Instant,
-    /// The exchange's record in the ledger, until it is finished.
-    trace: std::sync::Mutex<Option<Trace>>,
-    /// Time Cairn spent besides waiting for the upstream, once known.
-    added: std::sync::Mutex<Option<Duration>>,
-    /// Set once the exchange is finished (counted, recorded).
-    finished: std::sync::atomic::AtomicBool,
-    /// Its place among the namespace's requests in flight (a stream keeps it until it ends).
-    _admitted: Admitted,
-}
-
-impl Exchange {
-    fn proxy(&self) -> &Proxy {
-        &self.state.proxy
-    }
-
-    /// The `x-cairn-*` headers of the answer.
-    fn cairn_headers(&self, rounds: usize) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        let r = &self.report;
-        let mut set = |name: &'static str, value: String| {
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                headers.insert(name, value);
-            }
-        };
-        set("x-cairn-tokens-before", r.tokens_before.to_string());
-        set("x-cairn-tokens-after", r.tokens_after.to_string());
-        set("x-cairn-offloaded", r.offloaded.to_string());
-        set("x-cairn-tier", r.tier.name().to_owned());
-        set("x-cairn-rounds", rounds.to_string());
-        if !r.method.is_empty() {
-            set("x-cairn-token-method", r.method.clone());
+/// The `x-cairn-*` headers of an answer after `rounds` retrieval rounds.
+fn cairn_headers(r: &Report, rounds: usize) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    let mut set = |name: &'static str, value: String| {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
         }
-        if let Some(why) = &r.skipped {
-            let why: String = why
-                .chars()
-                .filter(|c| c.is_ascii() && !c.is_ascii_control())
-                .take(200)
-                .collect();
-            set("x-cairn-skipped", why);
-        }
-        headers
+    };
+    set("x-cairn-tokens-before", r.tokens_before.to_string());
+    set("x-cairn-tokens-after", r.tokens_after.to_string());
+    set("x-cairn-offloaded", r.offloaded.to_string());
+    set("x-cairn-tier", r.tier.name().to_owned());
+    set("x-cairn-rounds", rounds.to_string());
+    if !r.method.is_empty() {
+        set("x-cairn-token-method", r.method.clone());
     }
-
-    /// Records the time Cairn spent besides waiting for the upstream.
-    fn record_latency(&self, upstream_wait: Duration) {
-        let own = self.started.elapsed().saturating_sub(upstream_wait);
-        if let Ok(mut added) = self.added.lock() {
-            *added = Some(own);
-        }
-        self.state
-            .metrics
-            .proxy
-            .added_latency
-            .with_label_values(&[self.endpoint.provider().name()])
-            .observe(own.as_secs_f64());
+    if let Some(why) = &r.skipped {
+        let why: String = why
+            .chars()
+            .filter(|c| c.is_ascii() && !c.is_ascii_control())
+            .take(200)
+            .collect();
+        set("x-cairn-skipped", why);
     }
+    headers
 }
 
 /// A rewritten endpoint: authenticate, read, check the budget, rewrite, add
@@ -200,7 +161,7 @@ async fn exchange(
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let thread = header("x-cairn-thread");
     let session = SESSION_HEADERS.iter().find_map(|name| header(name));
-    let client = ledger::Client::of(state, &body, thread.or(session));
+    let client = record::Client::of(&state.exchanges, &body, thread.or(session));
     let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread, session).await?;
     let span = tracing::Span::current();
     span.record("tokens_before", report.tokens_before);
@@ -219,54 +180,124 @@ async fn exchange(
         .to_owned();
     let streamed = body.value()["stream"] == Value::Bool(true);
     let wants_usage = if streamed {
-        stream::ask_usage(endpoint, &mut body)?
+        streamed::ask_usage(endpoint, &mut body)?
     } else {
         false
     };
-    let trace = ledger::begin(
-        state, &caller, endpoint, &model, &report, &ours, client, &body, streamed,
-    );
-    let exchange = Exchange {
-        state: state.clone(),
+    let trace = record::begin(
+        &state.exchanges,
+        &caller.namespace,
         endpoint,
-        url: upstream.url(endpoint.upstream_path(), uri.query()),
-        headers: upstream::request_headers(&headers, provider, upstream),
-        model,
-        caller,
+        &model,
+        &report,
+        &ours,
+        client,
+        &body,
+        streamed,
+    );
+    let upstream = HttpUpstream::new(
+        &state.proxy,
+        upstream.url(endpoint.upstream_path(), uri.query()),
+        upstream::request_headers(&headers, provider, upstream),
+    );
+    let services = Services {
+        ledger: state.ledger.clone(),
+        exchanges: state.exchanges.clone(),
+    };
+    let bounds = Bounds {
+        max_rounds: state.proxy.max_rounds,
+        timeout: state.proxy.timeout,
+        idle: state.proxy.idle,
+        max_answer_bytes: state.config.max_json_bytes,
+    };
+    let tools = tools::ProxyTools {
+        state: state.clone(),
+        caller: caller.clone(),
+    };
+    let request = exchange::Request {
+        endpoint,
+        namespace: caller.namespace,
         report,
         ours,
+        model,
         started,
-        trace: std::sync::Mutex::new(trace),
-        added: std::sync::Mutex::new(None),
-        finished: std::sync::atomic::AtomicBool::new(false),
-        _admitted: admitted,
     };
-    state
-        .metrics
-        .proxy
-        .in_flight
-        .with_label_values(&[provider.name()])
-        .inc();
+    let x = Exchange::new(
+        services,
+        bounds,
+        request,
+        Box::new(tools),
+        trace,
+        Box::new(admitted),
+    );
     if streamed {
-        return stream::run(exchange, body, wants_usage).await;
+        return stream(x, upstream, body, wants_usage).await;
     }
-    let answered = answer::run(&exchange, body).await;
-    match &answered {
-        Ok(response) if response.status().is_success() => {
-            exchange.finish(response.status(), "answered");
-        }
-        Ok(response) => {
-            exchange.upstream_fault(ledger::upstream_fault_of_status(response.status()));
-            exchange.finish(response.status(), "upstream_error");
-        }
-        Err(e) => {
-            if let Some(kind) = ledger::upstream_fault_of(e.code()) {
-                exchange.upstream_fault(kind);
+    match json::run(&x, &upstream, body).await {
+        Ok(answer) => {
+            let mut headers = answer.headers;
+            headers.extend(cairn_headers(x.report(), answer.rounds));
+            if answer.rewritten {
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             }
-            exchange.finish(e.status(), &format!("failed: {}", e.message()));
+            Ok(respond(
+                status(answer.status),
+                headers,
+                Body::from(answer.body),
+            ))
+        }
+        Err(Failure::Upstream(fault)) => Err(fault_error(&fault)),
+        Err(Failure::Cairn(e)) => {
+            let e = AppError::from(e);
+            x.finish(e.status().as_u16(), &format!("failed: {}", e.message()));
+            Err(e)
         }
     }
-    answered
+}
+
+/// A streamed exchange: the upstream's answer as it came when it is not a
+/// stream of events (or an error), else Cairn's stream of the rounds.
+async fn stream(
+    x: Exchange,
+    upstream: HttpUpstream,
+    body: Spliced,
+    wants_usage: bool,
+) -> Result<Response, AppError> {
+    let cairn = cairn_headers(x.report(), 0);
+    match streamed::start(x, upstream, body, wants_usage).await {
+        Err(fault) => Err(fault_error(&fault)),
+        Ok(Started::Passed(reply)) => {
+            let mut headers = reply.headers;
+            headers.extend(cairn);
+            let body = reply.body.map(|chunk| chunk.map_err(std::io::Error::other));
+            Ok(respond(
+                status(reply.status),
+                headers,
+                Body::from_stream(body),
+            ))
+        }
+        Ok(Started::Streaming {
+            mut headers,
+            events,
+        }) => {
+            headers.extend(cairn);
+            headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            let events = tokio_stream::wrappers::ReceiverStream::new(events);
+            Ok(respond(StatusCode::OK, headers, Body::from_stream(events)))
+        }
+    }
+}
+
+fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY)
+}
+
+/// A response with a status, headers and body.
+fn respond(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
 }
 
 /// Rewrites `body` (offload, govern) and adds Cairn's tools where the
@@ -354,7 +385,7 @@ async fn forward(
     .await?;
     let status = answer.status();
     let headers = upstream::response_headers(answer.headers());
-    Ok(answer::respond(
+    Ok(respond(
         status,
         headers,
         Body::from_stream(answer.bytes_stream()),

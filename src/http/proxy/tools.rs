@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::domain::proxying::Endpoint;
+use crate::domain::proxying::exchange::Tools;
 use crate::domain::proxying::wire;
 pub use crate::domain::proxying::wire::{ToolCall, ToolResult};
 use crate::http::auth::Caller;
@@ -129,6 +130,22 @@ fn schema<T: schemars::JsonSchema>() -> Value {
         map.remove("title");
     }
     schema
+}
+
+/// Cairn's tools for one exchange: the domain's [`Tools`] port, in the
+/// caller's namespace, answered as MCP answers them.
+pub struct ProxyTools {
+    /// The application.
+    pub state: AppState,
+    /// Whose namespace the calls read.
+    pub caller: Caller,
+}
+
+#[async_trait::async_trait]
+impl Tools for ProxyTools {
+    async fn run(&self, call: ToolCall) -> ToolResult {
+        run(&self.state, &self.caller, call).await
+    }
 }
 
 /// Runs one of Cairn's calls in the caller's namespace.

@@ -1,22 +1,22 @@
 //! The exchange's record in the ledger ([`crate::domain::proxying::exchanges`]):
 //! begun when its first round goes upstream, added to at each round and
 //! retrieval, finished when the client's answer ends — or when the client
-//! went away first (the exchange is dropped unfinished).
+//! went away first (the exchange is dropped unfinished) — and the exchange's
+//! counts in the proxy's metrics.
 
-use axum::http::StatusCode;
+use std::sync::atomic::Ordering;
+
 use serde_json::Value;
 
 use super::Exchange;
 use crate::domain::proxying::Endpoint;
-use crate::domain::proxying::exchanges::{Ended, Started, Trace, thread_of};
+use crate::domain::proxying::exchanges::{Ended, ExchangeLedger, Started, Trace, thread_of};
 use crate::domain::proxying::rewrite::Report;
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::usage::Usage;
-use crate::http::auth::Caller;
-use crate::http::state::AppState;
 
 /// The request as its client sent it, as far as the ledger needs it.
-pub(super) struct Client {
+pub struct Client {
     /// Its bytes (empty while the ledger is off).
     bytes: bytes::Bytes,
     /// The thread or session the client named.
@@ -26,9 +26,9 @@ pub(super) struct Client {
 impl Client {
     /// Kept before the rewrite; `named` is the thread or session the client
     /// named. Nothing is kept while the ledger is off.
-    pub(super) fn of(state: &AppState, body: &Spliced, named: Option<&str>) -> Self {
+    pub fn of(exchanges: &ExchangeLedger, body: &Spliced, named: Option<&str>) -> Self {
         Self {
-            bytes: if state.exchanges.is_on() {
+            bytes: if exchanges.is_on() {
                 body.shared()
             } else {
                 bytes::Bytes::new()
@@ -41,9 +41,9 @@ impl Client {
 /// Begins the record of an exchange whose `body` goes upstream now (`None`
 /// when the ledger records nothing).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn begin(
-    state: &AppState,
-    caller: &Caller,
+pub fn begin(
+    exchanges: &ExchangeLedger,
+    namespace: &str,
     endpoint: Endpoint,
     model: &str,
     report: &Report,
@@ -52,12 +52,12 @@ pub(super) fn begin(
     body: &Spliced,
     streamed: bool,
 ) -> Option<Trace> {
-    if !state.exchanges.is_on() {
+    if !exchanges.is_on() {
         // Nothing is recorded: no copy of the body either.
         return None;
     }
-    state.exchanges.begin(Started {
-        namespace: &caller.namespace,
+    exchanges.begin(Started {
+        namespace,
         thread: thread_of(client.named.as_deref(), &report.opening),
         endpoint,
         model,
@@ -100,16 +100,17 @@ impl Exchange {
     }
 
     /// Finishes the record with the status the client got (once: later calls do nothing).
-    pub(super) fn finish(&self, status: StatusCode, outcome: &str) {
-        self.finish_with(status.as_u16(), outcome);
+    pub fn finish(&self, status: u16, outcome: &str) {
+        self.finish_with(status, outcome);
     }
 
-    /// Counts an upstream fault of `kind` (see [`upstream_fault_of_status`]
-    /// and [`upstream_fault_of`]).
-    pub(super) fn upstream_fault(&self, kind: &'static str) {
-        let provider = self.endpoint.provider().name();
-        self.state
-            .metrics
+    /// Counts an upstream fault of `kind` ([`super::Fault::kind`],
+    /// [`upstream_fault_of_status`]).
+    pub fn upstream_fault(&self, kind: &'static str) {
+        let provider = self.endpoint().provider().name();
+        self.services
+            .ledger
+            .metrics()
             .proxy
             .upstream_errors
             .with_label_values(&[provider, kind])
@@ -117,14 +118,11 @@ impl Exchange {
     }
 
     fn finish_with(&self, status: u16, outcome: &str) {
-        if self
-            .finished
-            .swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
+        if self.finished.swap(true, Ordering::Relaxed) {
             return;
         }
-        let metrics = &self.state.metrics.proxy;
-        let provider = self.endpoint.provider().name();
+        let metrics = &self.services.ledger.metrics().proxy;
+        let provider = self.endpoint().provider().name();
         metrics.in_flight.with_label_values(&[provider]).dec();
         let class = outcome.split(':').next().unwrap_or(outcome);
         metrics
@@ -134,9 +132,9 @@ impl Exchange {
         let Some(trace) = self.trace.lock().ok().and_then(|mut t| t.take()) else {
             return;
         };
-        let latency = self.started.elapsed();
+        let latency = self.request.started.elapsed();
         let added = self.added.lock().ok().and_then(|a| *a).unwrap_or_default();
-        self.state.exchanges.finish(
+        self.services.exchanges.finish(
             trace,
             Ended {
                 status,
@@ -157,22 +155,11 @@ impl Drop for Exchange {
 }
 
 /// The fault kind of an error status the upstream answered.
-pub(super) fn upstream_fault_of_status(status: StatusCode) -> &'static str {
-    match status.as_u16() {
+pub fn upstream_fault_of_status(status: u16) -> &'static str {
+    match status {
         429 => "rate_limited",
         503 | 529 => "overloaded",
         400..=499 => "client_error",
         _ => "server_error",
-    }
-}
-
-/// The fault kind of an error Cairn answered for the upstream, by its code;
-/// `None` for an error that was not the upstream's.
-pub(super) fn upstream_fault_of(code: &str) -> Option<&'static str> {
-    match code {
-        "upstream_unreachable" => Some("unreachable"),
-        "upstream_timeout" => Some("timeout"),
-        "upstream_answer_too_large" => Some("too_large"),
-        _ => None,
     }
 }
