@@ -20,15 +20,13 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
 use futures::StreamExt;
-use serde_json::Value;
 
 use crate::domain::proxying::exchange::json::{self, Failure};
 use crate::domain::proxying::exchange::streamed::{self, Started};
-use crate::domain::proxying::exchange::{self, Bounds, Exchange, Services, record};
+use crate::domain::proxying::exchange::{self, Bounds, Exchange, Services};
 use crate::domain::proxying::rewrite::{Report, Rewriter};
 use crate::domain::proxying::spliced::Spliced;
-use crate::domain::proxying::{Endpoint, Provider, wire};
-use crate::http::auth::Caller;
+use crate::domain::proxying::{Endpoint, Provider};
 use crate::http::error::AppError;
 use crate::http::limits::Surface;
 use crate::http::state::AppState;
@@ -159,42 +157,22 @@ async fn exchange(
     let mut body = read_json(body, state.config.max_json_bytes).await?;
     state.ledger.check_budget(&caller.namespace).await?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let thread = header("x-cairn-thread");
-    let session = SESSION_HEADERS.iter().find_map(|name| header(name));
-    let client = record::Client::of(&state.exchanges, &body, thread.or(session));
-    let (report, ours) = prepare(state, &caller, endpoint, &mut body, thread, session).await?;
-    let span = tracing::Span::current();
-    span.record("tokens_before", report.tokens_before);
-    span.record("tokens_after", report.tokens_after);
-    if let Some(reason) = report.skip_reason() {
-        state
-            .metrics
-            .proxy
-            .skipped
-            .with_label_values(&[provider.name(), reason])
-            .inc();
-    }
-    let model = body.value()["model"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let streamed = body.value()["stream"] == Value::Bool(true);
-    let wants_usage = if streamed {
-        streamed::ask_usage(endpoint, &mut body)?
-    } else {
-        false
-    };
-    let trace = record::begin(
-        &state.exchanges,
-        &caller.namespace,
+    let opening = exchange::Opening {
+        rewriter: Rewriter {
+            compressor: &state.compressor,
+            ledger: &state.ledger,
+            governor: &state.governor,
+            settings: &state.proxy.rewrite,
+            tiers: &state.proxy.tiers,
+        },
+        exchanges: &state.exchanges,
+        namespace: &caller.namespace,
         endpoint,
-        &model,
-        &report,
-        &ours,
-        client,
-        &body,
-        streamed,
-    );
+        thread: header("x-cairn-thread"),
+        session: SESSION_HEADERS.iter().find_map(|name| header(name)),
+        tools: tools::definitions(),
+    };
+    let opened = exchange::open(opening, &mut body, started).await?;
     let upstream = HttpUpstream::new(
         &state.proxy,
         upstream.url(endpoint.upstream_path(), uri.query()),
@@ -214,24 +192,11 @@ async fn exchange(
         state: state.clone(),
         caller: caller.clone(),
     };
-    let request = exchange::Request {
-        endpoint,
-        namespace: caller.namespace,
-        report,
-        ours,
-        model,
-        started,
-    };
-    let x = Exchange::new(
-        services,
-        bounds,
-        request,
-        Box::new(tools),
-        trace,
-        Box::new(admitted),
-    );
-    if streamed {
-        return stream(x, upstream, body, wants_usage).await;
+    let held = Box::new(admitted);
+    let tools = Box::new(tools);
+    let x = Exchange::new(services, bounds, opened.request, tools, opened.trace, held);
+    if opened.streamed {
+        return stream(x, upstream, body, opened.wants_usage).await;
     }
     match json::run(&x, &upstream, body).await {
         Ok(answer) => {
@@ -298,38 +263,6 @@ fn respond(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
-}
-
-/// Rewrites `body` (offload, govern) and adds Cairn's tools where the
-/// conversation may need them; answers the report and the tools added.
-/// The client's bytes stay as they were outside what changed.
-async fn prepare(
-    state: &AppState,
-    caller: &Caller,
-    endpoint: Endpoint,
-    body: &mut Spliced,
-    thread: Option<&str>,
-    session: Option<&str>,
-) -> Result<(Report, Vec<&'static str>), AppError> {
-    let rewriter = Rewriter {
-        compressor: &state.compressor,
-        ledger: &state.ledger,
-        governor: &state.governor,
-        settings: &state.proxy.rewrite,
-        tiers: &state.proxy.tiers,
-    };
-    let thread = thread.map(str::to_owned);
-    let mut value = body.value().clone();
-    let report = rewriter
-        .rewrite(&caller.namespace, endpoint, &mut value, thread, session)
-        .await?;
-    let ours = if wire::wants_tools(&value, state.proxy.rewrite.tools_for_agents) {
-        tools::add(endpoint, &mut value)
-    } else {
-        Vec::new()
-    };
-    body.replace(value).map_err(AppError::internal_error)?;
-    Ok((report, ours))
 }
 
 /// A route passed through as it is (`/v1/models`, `count_tokens`).

@@ -1,14 +1,14 @@
 //! Cairn's own tools in a proxied request: `memory_fetch`, `memory_grep` and
-//! `memory_search`, offered in the provider's tool format to agents (requests
-//! with tools of their own) and to any request that carries a pointer,
-//! with the MCP tools' arguments and guardrails; finding the model's calls to
-//! them in an answer, running them, and continuing the conversation.
+//! `memory_search`, with the MCP tools' arguments and guardrails: their
+//! definitions (which the domain offers in the provider's tool format to
+//! agents and to any request that carries a pointer) and the domain's
+//! [`Tools`] port, which answers the model's calls as MCP answers them.
 
 use serde_json::{Value, json};
 
-use crate::domain::proxying::Endpoint;
-use crate::domain::proxying::exchange::Tools;
-use crate::domain::proxying::wire;
+use std::sync::OnceLock;
+
+use crate::domain::proxying::exchange::{ToolDefinition, Tools};
 pub use crate::domain::proxying::wire::{ToolCall, ToolResult};
 use crate::http::auth::Caller;
 use crate::http::mcp::params::{FetchArgs, GrepArgs, SearchArgs};
@@ -80,46 +80,29 @@ impl From<ProxySearchArgs> for SearchArgs {
     }
 }
 
-/// Adds Cairn's tools that the request does not define itself; answers the
-/// names added (the tools Cairn answers in this exchange). Appended after the
-/// client's tools, always in the same order and bytes.
-pub fn add(endpoint: Endpoint, body: &mut Value) -> Vec<&'static str> {
-    let defined: Vec<String> = body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            t["name"]
-                .as_str()
-                .or_else(|| t["function"]["name"].as_str())
-                .map(str::to_owned)
-        })
-        .collect();
-    if body.get("tools").is_some_and(|t| !t.is_array()) {
-        return Vec::new();
-    }
-    let mut added = Vec::new();
-    for (name, description, schema) in [
-        (FETCH, FETCH_DESCRIPTION, schema::<FetchArgs>()),
-        (GREP, GREP_DESCRIPTION, schema::<GrepArgs>()),
-        (SEARCH, SEARCH_DESCRIPTION, schema::<ProxySearchArgs>()),
-    ] {
-        if defined.iter().any(|d| d == name) {
-            continue;
-        }
-        let tool = wire::of(endpoint).tool(name, description, &schema);
-        let Some(object) = body.as_object_mut() else {
-            break;
-        };
-        if let Value::Array(tools) = object
-            .entry("tools")
-            .or_insert_with(|| Value::Array(Vec::new()))
-        {
-            tools.push(tool);
-            added.push(name);
-        }
-    }
-    added
+/// Cairn's tools as a request offers them, in their fixed order (their
+/// bytes are part of the provider's cached prefix: they never change).
+pub fn definitions() -> &'static [ToolDefinition] {
+    static DEFINITIONS: OnceLock<Vec<ToolDefinition>> = OnceLock::new();
+    DEFINITIONS.get_or_init(|| {
+        vec![
+            ToolDefinition {
+                name: FETCH,
+                description: FETCH_DESCRIPTION,
+                parameters: schema::<FetchArgs>(),
+            },
+            ToolDefinition {
+                name: GREP,
+                description: GREP_DESCRIPTION,
+                parameters: schema::<GrepArgs>(),
+            },
+            ToolDefinition {
+                name: SEARCH,
+                description: SEARCH_DESCRIPTION,
+                parameters: schema::<ProxySearchArgs>(),
+            },
+        ]
+    })
 }
 
 /// The JSON Schema of a tool's arguments, as the MCP tool publishes it.

@@ -24,10 +24,12 @@ use crate::domain::proxying::usage::{self, Round, Usage};
 use crate::domain::proxying::wire::{self, ToolCall, ToolResult};
 
 pub mod json;
+pub mod open;
 pub mod port;
 pub mod record;
 pub mod streamed;
 
+pub use open::{Opened, Opening, ToolDefinition, open};
 pub use port::{Fault, Reply, Tools, Upstream};
 pub use record::Client;
 
