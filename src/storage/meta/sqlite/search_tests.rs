@@ -3,11 +3,16 @@
 //! life beside the database (commits, restarts, a lost index, collection).
 
 use super::super::SqliteMetaStore;
-use crate::storage::meta::expression::parse;
+use crate::storage::meta::expression::{Expr, parse};
 use crate::storage::meta::sql::search::FIRST_PASS_FRAMES;
 use crate::storage::meta::{
     AdminStore, FrameBatch, IndexLag, ListQuery, MemoryStore, MetaStore, SearchIndex,
 };
+
+/// The expression every test here searches for.
+fn zebra() -> Expr {
+    parse("\"zebra\"").unwrap()
+}
 
 #[tokio::test]
 async fn an_empty_index_answers_a_search_with_nothing() {
@@ -19,13 +24,7 @@ async fn an_empty_index_answers_a_search_with_nothing() {
         limit: 10,
         ..ListQuery::default()
     };
-    assert!(
-        store
-            .search(&parse("\"zebra\"").unwrap(), &filter)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.search(&zebra(), &filter).await.unwrap().is_empty());
     assert_eq!(store.index_lag().await.unwrap(), IndexLag::default());
     put_raw(&store, &"ab".repeat(32), "n", b"zebra zebra\n").await;
     assert_eq!(store.index_lag().await.unwrap().objects, 1);
@@ -43,19 +42,10 @@ async fn an_empty_index_answers_a_search_with_nothing() {
     store.index_frames(batch).await.unwrap();
     // Added, not committed: still pending, but not handed out again.
     assert_eq!(store.index_lag().await.unwrap().objects, 1);
-    assert!(
-        store
-            .search(&parse("\"zebra\"").unwrap(), &filter)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.search(&zebra(), &filter).await.unwrap().is_empty());
     assert!(store.search_pending(10).await.unwrap().is_empty());
     assert_eq!(store.index_lag().await.unwrap().objects, 0);
-    let rows = store
-        .search(&parse("\"zebra\"").unwrap(), &filter)
-        .await
-        .unwrap();
+    let rows = store.search(&zebra(), &filter).await.unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].frames, [0]);
     store.close().await;
@@ -136,10 +126,7 @@ async fn a_namespace_crowded_out_of_the_first_pass_still_gets_its_matches() {
         vec!["one zebra among many more words here".into()],
     ));
     let (_dir, store) = store_with(&objects).await;
-    let rows = store
-        .search(&parse("\"zebra\"").unwrap(), &filter("n", 10))
-        .await
-        .unwrap();
+    let rows = store.search(&zebra(), &filter("n", 10)).await.unwrap();
     let ids: Vec<&str> = rows.iter().map(|r| r.record.id.as_str()).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(
@@ -159,10 +146,7 @@ async fn a_tie_across_the_first_pass_cut_is_broken_by_id_as_a_full_ranking_would
         .map(|i| (format!("{i:064x}"), "n", vec!["zebra crossing".into()]))
         .collect();
     let (_dir, store) = store_with(&objects).await;
-    let rows = store
-        .search(&parse("\"zebra\"").unwrap(), &filter("n", 3))
-        .await
-        .unwrap();
+    let rows = store.search(&zebra(), &filter("n", 3)).await.unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.record.id.clone()).collect();
     let expected: Vec<String> = (0..3).map(|i| format!("{i:064x}")).collect();
     assert_eq!(ids, expected);
@@ -179,10 +163,7 @@ async fn a_memory_of_more_matching_frames_than_the_pass_reports_them_all() {
         ("b".repeat(64), "n", vec!["no match here".into()]),
     ];
     let (_dir, store) = store_with(&objects).await;
-    let rows = store
-        .search(&parse("\"zebra\"").unwrap(), &filter("n", 1))
-        .await
-        .unwrap();
+    let rows = store.search(&zebra(), &filter("n", 1)).await.unwrap();
     assert_eq!(rows.len(), 1);
     let mut frames = rows[0].frames.clone();
     assert_eq!(frames.len(), FIRST_PASS_FRAMES + 30);
@@ -203,10 +184,7 @@ async fn the_index_survives_a_restart_and_a_lost_one_is_rebuilt() {
 
     let store = SqliteMetaStore::open(&url).await.unwrap();
     assert_eq!(store.index_lag().await.unwrap().objects, 0);
-    let rows = store
-        .search(&parse("\"zebra\"").unwrap(), &filter("n", 10))
-        .await
-        .unwrap();
+    let rows = store.search(&zebra(), &filter("n", 10)).await.unwrap();
     assert_eq!(rows.len(), 1, "found again without indexing again");
     store.close().await;
     drop(store);
@@ -248,10 +226,7 @@ async fn an_object_indexed_again_is_found_once_and_a_collected_one_not_at_all() 
         .await
         .unwrap();
     assert!(store.search_pending(1).await.unwrap().is_empty());
-    let rows = store
-        .search(&parse("\"zebra\"").unwrap(), &filter("n", 10))
-        .await
-        .unwrap();
+    let rows = store.search(&zebra(), &filter("n", 10)).await.unwrap();
     let a = rows.iter().find(|r| r.record.id == "a".repeat(64)).unwrap();
     assert_eq!(a.frames, [0], "the earlier documents were replaced");
 
