@@ -375,15 +375,18 @@ async fn the_wal_is_checkpointed_while_puts_go_on() {
         sizes.push(std::fs::metadata(&wal).unwrap().len());
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
-    // Every stored byte passes through the WAL; what it holds at the end is a
-    // fraction of that when checkpoints keep up.
+    // Every stored byte passes through the WAL: without checkpoints it ends
+    // at least as large as what was stored. With them it is reused, and its
+    // high-water mark stays well below that — a half on a quiet machine; a
+    // busy one (the other tests of this binary running beside it) once
+    // starved the checkpointer for half the bursts, so the bound is 3/4.
     assert!(
         stored > 3 << 20,
         "the puts should store over 3 MiB: {stored}"
     );
     let largest = sizes.iter().copied().max().unwrap_or(0);
     assert!(
-        largest < stored / 2,
+        largest < stored / 4 * 3,
         "the WAL held {sizes:?} bytes after each burst, of {stored} bytes stored"
     );
 }
