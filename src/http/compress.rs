@@ -14,6 +14,19 @@ use crate::domain::DomainError;
 use crate::domain::compress::offload::StoredRef;
 use crate::domain::compress::{Accounted, Input, Options, Policy, Strategy, account};
 
+/// Anthropic's top-level system prompt as the OpenAPI document writes it: a
+/// string, or an array of content blocks (`{"type": "text", "text": ...}`).
+/// A schema only: the bodies keep it as JSON.
+#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SystemPrompt {
+    /// The prompt as text.
+    Text(String),
+    /// The prompt as content blocks.
+    Blocks(Vec<Value>),
+}
+
 /// Shortest and longest summary a marker may carry.
 const SUMMARY_CHARS: std::ops::RangeInclusive<usize> = 50..=20_000;
 
@@ -25,7 +38,7 @@ pub struct CompressBody {
     #[schema(value_type = Vec<Object>)]
     pub messages: Vec<Value>,
     /// Anthropic system prompt (string or blocks); passed through untouched.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<SystemPrompt>)]
     pub system: Option<Value>,
     /// `openai` or `anthropic`; detected from the shapes when absent.
     pub format: Option<String>,
@@ -169,7 +182,7 @@ pub struct CompressView {
     pub messages: Vec<Value>,
     /// The Anthropic system prompt, unchanged (when given).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<SystemPrompt>)]
     pub system: Option<Value>,
     /// `openai` or `anthropic`.
     pub format: String,

@@ -26,7 +26,7 @@ pub struct GovernorBody {
     #[serde(default, deserialize_with = "crate::model::int64::option")]
     pub tokens: Option<u64>,
     /// Anthropic system prompt.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<super::compress::SystemPrompt>)]
     pub system: Option<Value>,
     /// `openai` or `anthropic`; detected when absent.
     pub format: Option<String>,
@@ -85,7 +85,7 @@ pub struct GovernorView {
     pub messages: Option<Vec<Value>>,
     /// With `apply` and an Anthropic system prompt: that prompt, unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<super::compress::SystemPrompt>)]
     pub system: Option<Value>,
     /// With `apply`, when something was compressed: the memories the markers point to.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -24,7 +24,7 @@ pub struct TokensBody {
     #[schema(value_type = Option<Vec<Object>>)]
     pub messages: Option<Value>,
     /// Anthropic's top-level system prompt, a string or text blocks (with `messages` only).
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<super::compress::SystemPrompt>)]
     pub system: Option<Value>,
     /// The model whose tokenizer counts (default: gpt-4o's `o200k_base`).
     pub model: Option<String>,

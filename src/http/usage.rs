@@ -149,7 +149,16 @@ pub async fn post(
         n.map_or(Ok(0), |n| {
             let n = whole(field, n)?;
             u64::try_from(n)
-                .map_err(|_| DomainError::field(field, format!("must not be negative, got {n}")))
+                .ok()
+                .filter(|_| n <= MAX_REPORT_TOKENS)
+                .ok_or_else(|| {
+                    DomainError::field(
+                        field,
+                        format!(
+                            "must be a whole number between 0 and {MAX_REPORT_TOKENS}, got {n}"
+                        ),
+                    )
+                })
         })
     };
     let report = report.with_cache(
