@@ -8,11 +8,9 @@
 pub mod exchange;
 pub mod exchanges;
 pub mod govern_cost;
-pub mod responses_items;
 pub mod rewrite;
 pub mod spliced;
 pub mod sse;
-pub mod stream;
 pub mod tiers;
 pub mod usage;
 pub mod wire;

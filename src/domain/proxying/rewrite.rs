@@ -24,13 +24,10 @@ use super::Endpoint;
 use super::exchanges::Piece;
 use super::exchanges::cost::Caching;
 use super::govern_cost::{GovernDecision, weigh};
-use super::responses_items;
 use super::tiers::{ConversationTiers, conversation_of};
+use super::wire::{self, Conversation};
 use crate::domain::DomainError;
-use crate::domain::compress::format::{self, Format};
-use crate::domain::compress::{
-    Compressor, Input, Offloaded, Options, Outcome, Policy, Strategy, pairs,
-};
+use crate::domain::compress::{Compressor, Input, Offloaded, Options, Outcome, Policy, Strategy};
 use crate::domain::governor::{
     GovernorConfig, POINTER_ONLY_THRESHOLD_CHARS, Tier, WARN_THRESHOLD_CHARS,
 };
@@ -129,15 +126,6 @@ pub struct Rewriter<'a> {
     pub tiers: &'a ConversationTiers,
 }
 
-/// A request's message list, taken out of its body.
-struct Conversation {
-    format: Format,
-    messages: Vec<Value>,
-    system: Option<Value>,
-    /// For the Responses API: the mapping back to `input` items.
-    items: Option<responses_items::Mapped>,
-}
-
 impl Rewriter<'_> {
     /// Offloads and governs `body` in place. A message list Cairn cannot read
     /// (a shape it does not know, broken tool pairs) goes upstream as it came,
@@ -155,7 +143,8 @@ impl Rewriter<'_> {
         let model = body["model"].as_str().map(str::to_owned);
         let opening = conversation_of(endpoint, body, session);
         let caching = Caching::of_value(endpoint.provider(), body);
-        let conversation = match take(endpoint, body) {
+        let wire = wire::of(endpoint);
+        let conversation = match wire.take_conversation(body) {
             Ok(Some(conversation)) => conversation,
             Ok(None) => {
                 return Ok(Report::unchanged(
@@ -261,7 +250,13 @@ impl Rewriter<'_> {
             opening,
             governor: decision,
         };
-        put_back(endpoint, body, outcome.messages, outcome.system, items);
+        let rewritten = Conversation {
+            format,
+            messages: outcome.messages,
+            system: outcome.system,
+            items,
+        };
+        wire.put_back(body, rewritten);
         Ok(report)
     }
 
@@ -343,87 +338,4 @@ fn pieces_of(offloaded: &[Offloaded], governed: bool) -> Vec<Piece> {
             governed,
         })
         .collect()
-}
-
-/// Takes the message list out of `body`, checked as compress checks it (so
-/// compressing cannot fail on its shape); `None` when there is none.
-fn take(endpoint: Endpoint, body: &mut Value) -> Result<Option<Conversation>, DomainError> {
-    let conversation = match endpoint {
-        Endpoint::Chat => {
-            let Some(Value::Array(messages)) = body.get("messages") else {
-                return Ok(None);
-            };
-            check(Format::OpenAi, messages, None)?;
-            Conversation {
-                format: Format::OpenAi,
-                messages: take_array(body, "messages"),
-                system: None,
-                items: None,
-            }
-        }
-        Endpoint::Messages => {
-            let Some(Value::Array(messages)) = body.get("messages") else {
-                return Ok(None);
-            };
-            check(Format::Anthropic, messages, body.get("system"))?;
-            Conversation {
-                format: Format::Anthropic,
-                messages: take_array(body, "messages"),
-                system: body.get_mut("system").map(Value::take),
-                items: None,
-            }
-        }
-        Endpoint::Responses => {
-            let Some(Value::Array(items)) = body.get("input") else {
-                return Ok(None);
-            };
-            let mut mapped = responses_items::map(items);
-            if let Some(instructions) = body["instructions"].as_str() {
-                mapped.prepend_system(instructions);
-            }
-            check(Format::OpenAi, &mapped.messages, None)?;
-            Conversation {
-                format: Format::OpenAi,
-                messages: std::mem::take(&mut mapped.messages),
-                system: None,
-                items: Some(mapped),
-            }
-        }
-    };
-    Ok(Some(conversation))
-}
-
-fn check(format: Format, messages: &[Value], system: Option<&Value>) -> Result<(), DomainError> {
-    format::validate(format, messages, system)?;
-    pairs::check(format, messages, false)
-}
-
-fn take_array(body: &mut Value, key: &str) -> Vec<Value> {
-    match body.get_mut(key).map(Value::take) {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
-    }
-}
-
-/// Puts the rewritten list back where [`take`] found it.
-fn put_back(
-    endpoint: Endpoint,
-    body: &mut Value,
-    messages: Vec<Value>,
-    system: Option<Value>,
-    items: Option<responses_items::Mapped>,
-) {
-    match (endpoint, items) {
-        (Endpoint::Responses, Some(mapped)) => {
-            if let Some(Value::Array(input)) = body.get_mut("input") {
-                mapped.write_back(&messages, input);
-            }
-        }
-        _ => {
-            body["messages"] = Value::Array(messages);
-            if let Some(system) = system {
-                body["system"] = system;
-            }
-        }
-    }
 }

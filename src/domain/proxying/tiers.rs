@@ -92,12 +92,9 @@ impl ConversationTiers {
 /// rewrite): the client's session, if it names one, the endpoint, the system
 /// prompt or instructions, and the first message or input item.
 pub fn conversation_of(endpoint: Endpoint, body: &Value, session: Option<&str>) -> [u8; 32] {
-    let (opening, list) = match endpoint {
-        Endpoint::Chat => (&Value::Null, "messages"),
-        Endpoint::Messages => (&body["system"], "messages"),
-        Endpoint::Responses => (&body["instructions"], "input"),
-    };
-    let first = match &body[list] {
+    let wire = super::wire::of(endpoint);
+    let opening = wire.opening(body);
+    let first = match &body[wire.conversation_key()] {
         Value::Array(items) => items.first().unwrap_or(&Value::Null),
         other => other,
     };

@@ -22,43 +22,6 @@ pub struct Usage {
     pub cache_write: u64,
 }
 
-impl Usage {
-    /// The usage object of an answer (`usage` of a chat completion, a
-    /// response or a message), read as its provider means it. Anthropic's
-    /// `input_tokens` leaves out cache reads and writes; OpenAI's includes its
-    /// `cached_tokens`.
-    pub fn of(endpoint: Endpoint, usage: &Value) -> Option<Self> {
-        let n = |v: &Value| v.as_u64().unwrap_or(0);
-        if !usage.is_object() {
-            return None;
-        }
-        Some(match endpoint {
-            Endpoint::Chat => Self {
-                input: n(&usage["prompt_tokens"]),
-                output: n(&usage["completion_tokens"]),
-                cache_read: n(&usage["prompt_tokens_details"]["cached_tokens"]),
-                cache_write: 0,
-            },
-            Endpoint::Responses => Self {
-                input: n(&usage["input_tokens"]),
-                output: n(&usage["output_tokens"]),
-                cache_read: n(&usage["input_tokens_details"]["cached_tokens"]),
-                cache_write: 0,
-            },
-            Endpoint::Messages => {
-                let read = n(&usage["cache_read_input_tokens"]);
-                let write = n(&usage["cache_creation_input_tokens"]);
-                Self {
-                    input: n(&usage["input_tokens"]) + read + write,
-                    output: n(&usage["output_tokens"]),
-                    cache_read: read,
-                    cache_write: write,
-                }
-            }
-        })
-    }
-}
-
 /// Adds a round's usage object into the running total, field by field (numbers
 /// add up, nested objects too; anything else takes the later value).
 pub fn add_usage(total: &mut Value, round: &Value) {
@@ -157,33 +120,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn usage_is_read_as_each_provider_means_it() {
-        let anthropic = json!({"input_tokens": 10, "output_tokens": 5,
-            "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20});
-        assert_eq!(
-            Usage::of(Endpoint::Messages, &anthropic),
-            Some(Usage {
-                input: 130,
-                output: 5,
-                cache_read: 100,
-                cache_write: 20
-            })
-        );
-        let chat = json!({"prompt_tokens": 120, "completion_tokens": 7,
-            "prompt_tokens_details": {"cached_tokens": 64}});
-        assert_eq!(
-            Usage::of(Endpoint::Chat, &chat),
-            Some(Usage {
-                input: 120,
-                output: 7,
-                cache_read: 64,
-                cache_write: 0
-            })
-        );
-        assert_eq!(Usage::of(Endpoint::Responses, &Value::Null), None);
-    }
 
     #[test]
     fn usages_add_up_field_by_field() {

@@ -3,6 +3,8 @@
 //! Stateless (no session to keep, so any replica answers any request) with
 //! plain JSON answers. Authentication is the REST API's: the route sits behind
 //! the same bearer-key layer, and every tool works in the caller's namespace.
+//! The LLM proxy offers three of these tools to the model and answers its
+//! calls with the same functions (`proxied.rs`).
 
 use std::sync::Arc;
 
@@ -12,6 +14,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use crate::http::state::AppState;
 
 pub(crate) mod params;
+pub(crate) mod proxied;
 pub(crate) mod tools;
 
 /// The MCP endpoint as a tower service, ready to mount at `/mcp`.

@@ -5,8 +5,9 @@
 //! retrieval tools are added when it carries a pointer, and the exchange
 //! runs in the domain ([`crate::domain::proxying::exchange`]: the upstream
 //! called, Cairn's own tool calls answered and the conversation continued,
-//! bounded rounds) over two ports implemented here (the upstream through
-//! reqwest, `http/upstream.rs`; the tools as MCP answers them, `tools.rs`).
+//! bounded rounds) over two ports implemented in `http` (the upstream through
+//! reqwest, `http/upstream.rs`; the tools as MCP answers them,
+//! `http/mcp/proxied.rs`).
 //! The client gets the provider's own answer shape — JSON or SSE — with
 //! `x-cairn-*` headers saying what was done.
 
@@ -29,6 +30,7 @@ use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::{Endpoint, Provider};
 use crate::http::error::AppError;
 use crate::http::limits::Surface;
+use crate::http::mcp::proxied as tools;
 use crate::http::state::AppState;
 use crate::http::upstream::{HttpUpstream, fault_error};
 
@@ -39,7 +41,6 @@ const SESSION_HEADERS: [&str; 3] = ["x-cairn-thread", "x-claude-code-session-id"
 
 mod auth;
 mod endpoint;
-mod tools;
 
 use crate::http::upstream;
 pub use crate::http::upstream::{Proxy, Upstream};

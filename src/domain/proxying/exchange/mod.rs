@@ -156,7 +156,9 @@ impl Exchange {
         model: Option<&str>,
     ) -> Option<Usage> {
         let model = model.unwrap_or(&self.request.model);
-        let read = Usage::of(self.endpoint(), usage_object);
+        let read = usage_object
+            .as_object()
+            .map(|u| wire::of(self.endpoint()).usage(u));
         self.trace_round(model, read);
         let u = read?;
         // Cairn's estimate is of the request it rewrote: the first round's.

@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use super::Request;
 use super::record::{self, Client};
-use super::streamed::ask_usage;
 use crate::domain::DomainError;
 use crate::domain::proxying::Endpoint;
 use crate::domain::proxying::exchanges::{ExchangeLedger, Trace};
@@ -101,7 +100,7 @@ pub async fn open(
         .unwrap_or_default()
         .to_owned();
     let streamed = body.value()["stream"] == Value::Bool(true);
-    let wants_usage = streamed && ask_usage(o.endpoint, body)?;
+    let wants_usage = streamed && wire::of(o.endpoint).ask_usage(body)?;
     let trace = record::begin(
         o.exchanges,
         o.namespace,

@@ -19,11 +19,10 @@ use tokio::sync::mpsc;
 
 use super::record::upstream_fault_of_status;
 use super::{Exchange, Fault, Reply, Upstream};
-use crate::domain::DomainError;
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::sse::Parser;
-use crate::domain::proxying::stream::{Filter, RoundAnswer};
-use crate::domain::proxying::{Endpoint, wire};
+use crate::domain::proxying::wire;
+use crate::domain::proxying::wire::stream::{Filter, RoundAnswer};
 
 /// Largest single event Cairn holds while it waits for the event's end.
 const MAX_EVENT_BYTES: usize = 16 << 20;
@@ -49,7 +48,7 @@ pub enum Started<H> {
 }
 
 /// Starts the exchange; answers as soon as the first round's head comes.
-/// `wants_usage`: the client asked for usage in its stream itself ([`ask_usage`]).
+/// `wants_usage`: the client asked for usage in its stream itself (`StreamApi::ask_usage`).
 pub async fn start<U: Upstream + 'static>(
     x: Exchange,
     upstream: U,
@@ -99,17 +98,6 @@ pub async fn start<U: Upstream + 'static>(
         headers,
         events: rx,
     })
-}
-
-/// Asks a chat stream for its usage, which accounting needs (kept from a
-/// client that did not ask); answers whether the client asked itself.
-pub fn ask_usage(endpoint: Endpoint, body: &mut Spliced) -> Result<bool, DomainError> {
-    let wants_usage = body.value()["stream_options"]["include_usage"] == Value::Bool(true);
-    if endpoint == Endpoint::Chat && !wants_usage {
-        body.edit(|body| body["stream_options"]["include_usage"] = Value::Bool(true))
-            .map_err(|e| DomainError::Internal(e.to_string()))?;
-    }
-    Ok(wants_usage)
 }
 
 /// The task feeding the client's stream.

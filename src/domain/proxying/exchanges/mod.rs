@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::Provider;
 use super::govern_cost::GovernDecision;
-use super::{Endpoint, Provider};
 use crate::clock::now_ms;
 use crate::domain::DomainError;
 use crate::domain::ledger::Ledger;
@@ -382,14 +382,6 @@ fn record(row: ExchangeRow) -> ExchangeRecord {
         model: row.model,
         at_ms: row.at_ms,
         status: u16::try_from(row.status).unwrap_or(0),
-    }
-}
-
-/// The message list's key in a request body of `endpoint`.
-pub fn list_key(endpoint: Endpoint) -> &'static str {
-    match endpoint {
-        Endpoint::Responses => "input",
-        Endpoint::Chat | Endpoint::Messages => "messages",
     }
 }
 

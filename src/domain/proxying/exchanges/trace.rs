@@ -12,11 +12,12 @@ use serde_json::Value;
 
 use super::cost::{self, Caching, Profile};
 use super::threads::Threads;
-use super::{Figures, Piece, Retrieval, RoundFigures, list_key, target_of};
+use super::{Figures, Piece, Retrieval, RoundFigures, target_of};
 use crate::clock::now_ms;
 use crate::domain::ledger::pricing::Pricing;
 use crate::domain::proxying::govern_cost::GovernDecision;
 use crate::domain::proxying::usage::Usage;
+use crate::domain::proxying::wire;
 use crate::domain::proxying::{Endpoint, Provider};
 use crate::domain::redact::redact_bytes;
 use crate::domain::tokens::Counter;
@@ -156,7 +157,7 @@ impl Trace {
         let provider = self.endpoint.provider();
         let caching = Caching::of(provider, &self.client);
         let profile = serde_json::from_slice::<Value>(&self.client)
-            .map(|client| Profile::of(&client, list_key(self.endpoint)))
+            .map(|client| Profile::of(&client, wire::of(self.endpoint).conversation_key()))
             .unwrap_or_default();
         let untouched = self.pieces.is_empty() && self.figures.tools_added.is_empty();
         let (client_bytes, upstream_bytes) = (self.client.len(), self.upstream.len());

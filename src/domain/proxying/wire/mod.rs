@@ -1,18 +1,26 @@
-//! What each provider API looks like on the wire, one file per API
-//! (`chat.rs`, `responses.rs`, `messages.rs`) behind [`WireApi`]: how a tool
-//! is defined, where an answer's tool calls are, how a conversation goes on
-//! with their results, what of a hidden round the client is shown, and what
-//! of Cairn's tools is taken out of a final answer. The exchange (in
-//! `http::proxy`) asks the endpoint's [`WireApi`] and never matches on the
-//! API itself for these.
+//! What each provider API looks like on the wire, one folder per API
+//! (`chat/`, `responses/`, `messages/`) behind [`WireApi`]: where a request's
+//! conversation is, how a tool is defined, where an answer's tool calls are,
+//! how a conversation goes on with their results, what of a hidden round the
+//! client is shown, what of Cairn's tools is taken out of a final answer,
+//! what an answer's usage means, and the API's stream events (each folder's
+//! `stream.rs`, behind [`stream::StreamApi`]). The providers' error bodies
+//! are `errors.rs`. The rewrite, the exchange and the stream ask the
+//! endpoint's [`WireApi`] and never match on the API itself for these.
 
 use serde_json::Value;
 
 use super::Endpoint;
+use super::usage::Usage;
+use crate::domain::DomainError;
+use crate::domain::compress::format::{self, Format};
+use crate::domain::compress::pairs;
 
 mod chat;
+pub mod errors;
 mod messages;
-mod responses;
+pub mod responses;
+pub mod stream;
 
 /// The separator between the texts of two rounds in one chat message.
 pub const ROUND_SEPARATOR: &str = "\n\n";
@@ -43,8 +51,48 @@ pub struct ToolResult {
     pub is_error: bool,
 }
 
+/// A request's conversation, taken out of its body to be rewritten.
+pub struct Conversation {
+    /// The format compression reads the messages in.
+    pub format: Format,
+    /// The message list (for Responses: its `input` items seen as messages).
+    pub messages: Vec<Value>,
+    /// Anthropic's `system` prompt.
+    pub system: Option<Value>,
+    /// For Responses: the mapping back to `input` items.
+    pub items: Option<responses::items::Mapped>,
+}
+
 /// One provider API's format, for the parts of an exchange that depend on it.
-pub trait WireApi: Sync {
+pub trait WireApi: stream::StreamApi {
+    /// Takes the conversation out of `body`, checked as compress checks it
+    /// (so compressing cannot fail on its shape); `None` when there is none.
+    fn take_conversation(&self, body: &mut Value) -> Result<Option<Conversation>, DomainError>;
+
+    /// Puts a rewritten conversation back where [`Self::take_conversation`]
+    /// found it.
+    fn put_back(&self, body: &mut Value, conversation: Conversation) {
+        body["messages"] = Value::Array(conversation.messages);
+        if let Some(system) = conversation.system {
+            body["system"] = system;
+        }
+    }
+
+    /// The array of the body that holds the conversation.
+    fn conversation_key(&self) -> &'static str {
+        "messages"
+    }
+
+    /// What opens the conversation before its first message (the system
+    /// prompt or instructions), null when nothing does.
+    fn opening<'a>(&self, _body: &'a Value) -> &'a Value {
+        &Value::Null
+    }
+
+    /// An answer's usage object (of a chat completion, a response or a
+    /// message), read as its provider means it.
+    fn usage(&self, usage: &serde_json::Map<String, Value>) -> Usage;
+
     /// A function tool `name` with `description` and the JSON Schema `parameters`.
     fn tool(&self, name: &str, description: &str, parameters: &Value) -> Value;
 
@@ -151,6 +199,46 @@ fn has_pointer(value: &Value) -> bool {
     marker && uri
 }
 
+/// The `messages` of `body` in `format` (with its `system` prompt when
+/// `system`), checked as compress checks them; `None` when there are none.
+fn take_messages(
+    body: &mut Value,
+    format: Format,
+    system: bool,
+) -> Result<Option<Conversation>, DomainError> {
+    let Some(Value::Array(messages)) = body.get("messages") else {
+        return Ok(None);
+    };
+    let prompt = if system { body.get("system") } else { None };
+    check(format, messages, prompt)?;
+    let messages = match body.get_mut("messages").map(Value::take) {
+        Some(Value::Array(messages)) => messages,
+        _ => Vec::new(),
+    };
+    let system = if system {
+        body.get_mut("system").map(Value::take)
+    } else {
+        None
+    };
+    Ok(Some(Conversation {
+        format,
+        messages,
+        system,
+        items: None,
+    }))
+}
+
+/// Checks a message list as compress checks it.
+fn check(format: Format, messages: &[Value], system: Option<&Value>) -> Result<(), DomainError> {
+    format::validate(format, messages, system)?;
+    pairs::check(format, messages, false)
+}
+
+/// The count at `key` of a usage object, or 0.
+fn count(usage: &serde_json::Map<String, Value>, key: &str) -> u64 {
+    usage.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
 /// The string of `v`, or "".
 fn text(v: &Value) -> String {
     v.as_str().unwrap_or("").to_owned()
@@ -210,6 +298,32 @@ mod tests {
             .map(|i| i["id"].as_str().unwrap())
             .collect();
         assert_eq!(ids, ["rs_2", "msg_2", "msg_3"]);
+    }
+
+    #[test]
+    fn usage_is_read_as_each_provider_means_it() {
+        let read = |endpoint, usage: Value| of(endpoint).usage(usage.as_object().unwrap());
+        let anthropic = json!({"input_tokens": 10, "output_tokens": 5,
+            "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20});
+        let expected = Usage {
+            input: 130,
+            output: 5,
+            cache_read: 100,
+            cache_write: 20,
+        };
+        assert_eq!(read(Endpoint::Messages, anthropic), expected);
+        let chat = json!({"prompt_tokens": 120, "completion_tokens": 7,
+            "prompt_tokens_details": {"cached_tokens": 64}});
+        let expected = Usage {
+            input: 120,
+            output: 7,
+            cache_read: 64,
+            cache_write: 0,
+        };
+        assert_eq!(read(Endpoint::Chat, chat), expected);
+        let responses = json!({"input_tokens": 50, "output_tokens": 3,
+            "input_tokens_details": {"cached_tokens": 32}});
+        assert_eq!(read(Endpoint::Responses, responses).cache_read, 32);
     }
 
     #[test]

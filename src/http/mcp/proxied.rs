@@ -8,11 +8,11 @@ use serde_json::{Value, json};
 
 use std::sync::OnceLock;
 
+use super::params::{FetchArgs, GrepArgs, SearchArgs};
+use super::tools as mcp;
 use crate::domain::proxying::exchange::{ToolDefinition, Tools};
 pub use crate::domain::proxying::wire::{ToolCall, ToolResult};
 use crate::http::auth::Caller;
-use crate::http::mcp::params::{FetchArgs, GrepArgs, SearchArgs};
-use crate::http::mcp::tools as mcp;
 use crate::http::state::AppState;
 use crate::model::MemoryFilter;
 

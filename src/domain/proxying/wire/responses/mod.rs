@@ -4,7 +4,16 @@
 
 use serde_json::{Value, json};
 
-use super::{ToolCall, ToolResult, WireApi, append, is_ours, parsed_arguments, prepend, text};
+use super::{
+    Conversation, ToolCall, ToolResult, WireApi, append, check, count, is_ours, parsed_arguments,
+    prepend, text,
+};
+use crate::domain::DomainError;
+use crate::domain::compress::format::Format;
+use crate::domain::proxying::usage::Usage;
+
+pub mod items;
+mod stream;
 
 /// `POST /v1/responses`.
 pub struct Responses;
@@ -29,6 +38,55 @@ fn is_call(item: &Value) -> bool {
 }
 
 impl WireApi for Responses {
+    /// The `input` items seen as chat messages ([`items`]), the
+    /// `instructions` as their system message.
+    fn take_conversation(&self, body: &mut Value) -> Result<Option<Conversation>, DomainError> {
+        let Some(Value::Array(input)) = body.get("input") else {
+            return Ok(None);
+        };
+        let mut mapped = items::map(input);
+        if let Some(instructions) = body["instructions"].as_str() {
+            mapped.prepend_system(instructions);
+        }
+        check(Format::OpenAi, &mapped.messages, None)?;
+        Ok(Some(Conversation {
+            format: Format::OpenAi,
+            messages: std::mem::take(&mut mapped.messages),
+            system: None,
+            items: Some(mapped),
+        }))
+    }
+
+    /// The texts' edits written back into the `input` items.
+    fn put_back(&self, body: &mut Value, conversation: Conversation) {
+        if let (Some(mapped), Some(Value::Array(input))) =
+            (conversation.items, body.get_mut("input"))
+        {
+            mapped.write_back(&conversation.messages, input);
+        }
+    }
+
+    fn conversation_key(&self) -> &'static str {
+        "input"
+    }
+
+    fn opening<'a>(&self, body: &'a Value) -> &'a Value {
+        &body["instructions"]
+    }
+
+    /// `input_tokens` includes the `cached_tokens` of its details.
+    fn usage(&self, usage: &serde_json::Map<String, Value>) -> Usage {
+        Usage {
+            input: count(usage, "input_tokens"),
+            output: count(usage, "output_tokens"),
+            cache_read: usage
+                .get("input_tokens_details")
+                .and_then(|d| d["cached_tokens"].as_u64())
+                .unwrap_or(0),
+            cache_write: 0,
+        }
+    }
+
     fn tool(&self, name: &str, description: &str, parameters: &Value) -> Value {
         json!({"type": "function", "name": name,
             "description": description, "parameters": parameters, "strict": false})

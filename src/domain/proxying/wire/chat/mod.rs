@@ -5,14 +5,36 @@
 use serde_json::{Value, json};
 
 use super::{
-    ROUND_LIMIT_NOTE, ROUND_SEPARATOR, ToolCall, ToolResult, WireApi, append, is_ours,
-    parsed_arguments, text,
+    Conversation, ROUND_LIMIT_NOTE, ROUND_SEPARATOR, ToolCall, ToolResult, WireApi, append, count,
+    is_ours, parsed_arguments, take_messages, text,
 };
+use crate::domain::DomainError;
+use crate::domain::compress::format::Format;
+use crate::domain::proxying::usage::Usage;
+
+mod stream;
 
 /// `POST /v1/chat/completions`.
 pub struct Chat;
 
 impl WireApi for Chat {
+    fn take_conversation(&self, body: &mut Value) -> Result<Option<Conversation>, DomainError> {
+        take_messages(body, Format::OpenAi, false)
+    }
+
+    /// `prompt_tokens` includes the `cached_tokens` of its details.
+    fn usage(&self, usage: &serde_json::Map<String, Value>) -> Usage {
+        Usage {
+            input: count(usage, "prompt_tokens"),
+            output: count(usage, "completion_tokens"),
+            cache_read: usage
+                .get("prompt_tokens_details")
+                .and_then(|d| d["cached_tokens"].as_u64())
+                .unwrap_or(0),
+            cache_write: 0,
+        }
+    }
+
     fn tool(&self, name: &str, description: &str, parameters: &Value) -> Value {
         json!({"type": "function", "function": {
             "name": name, "description": description, "parameters": parameters}})

@@ -4,12 +4,40 @@
 
 use serde_json::{Value, json};
 
-use super::{ROUND_LIMIT_NOTE, ToolCall, ToolResult, WireApi, append, is_ours, prepend, text};
+use super::{
+    Conversation, ROUND_LIMIT_NOTE, ToolCall, ToolResult, WireApi, append, count, is_ours, prepend,
+    take_messages, text,
+};
+use crate::domain::DomainError;
+use crate::domain::compress::format::Format;
+use crate::domain::proxying::usage::Usage;
+
+mod stream;
 
 /// `POST /v1/messages`.
 pub struct Messages;
 
 impl WireApi for Messages {
+    fn take_conversation(&self, body: &mut Value) -> Result<Option<Conversation>, DomainError> {
+        take_messages(body, Format::Anthropic, true)
+    }
+
+    fn opening<'a>(&self, body: &'a Value) -> &'a Value {
+        &body["system"]
+    }
+
+    /// `input_tokens` leaves out the cache's reads and writes.
+    fn usage(&self, usage: &serde_json::Map<String, Value>) -> Usage {
+        let read = count(usage, "cache_read_input_tokens");
+        let write = count(usage, "cache_creation_input_tokens");
+        Usage {
+            input: count(usage, "input_tokens") + read + write,
+            output: count(usage, "output_tokens"),
+            cache_read: read,
+            cache_write: write,
+        }
+    }
+
     fn tool(&self, name: &str, description: &str, parameters: &Value) -> Value {
         json!({"name": name, "description": description, "input_schema": parameters})
     }

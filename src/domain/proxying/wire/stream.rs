@@ -1,13 +1,58 @@
-//! What the client sees of each round of a stream: events passed, held,
-//! renumbered or dropped, and the closing events of the final round.
+//! A provider's stream as the client sees it, round after round: which
+//! upstream events pass, wait or are renumbered, each round's answer rebuilt
+//! in the non-streaming shape (so its calls can be read and answered), and
+//! the closing events of the final round with usage summed over the rounds.
+//! What is the same for every API is here ([`Filter`]); each API's events
+//! are its folder's `stream.rs` ([`StreamApi`]). The HTTP side reads the
+//! upstream's bytes into [`crate::domain::proxying::sse`] events, feeds them
+//! here and writes what comes out.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::super::sse::Event;
+use super::WireApi;
+use crate::domain::DomainError;
 use crate::domain::proxying::Endpoint;
 use crate::domain::proxying::spliced::Spliced;
+use crate::domain::proxying::sse::Event;
 use crate::domain::proxying::usage;
-use crate::domain::proxying::wire;
+
+/// One API's stream events: how each builds the round's answer, which pass,
+/// wait or end the round, how the client's stream numbers them, and how the
+/// final round closes.
+pub trait StreamApi: Sync {
+    /// What to forward now for one upstream event (JSON `data`).
+    fn on_event(&self, f: &mut Filter, event: Event, data: Value) -> Vec<Event>;
+
+    /// The round's index an event belongs to (block, output item or tool call).
+    fn event_index(&self, data: &Value) -> Option<u64>;
+
+    /// The tool name an event opens a call with (null when it opens none).
+    fn call_name<'a>(&self, data: &'a Value) -> &'a Value;
+
+    /// Numbers `data` as the client's stream does (indexes, ids, sequence);
+    /// true when anything changed.
+    fn renumber(&self, f: &mut Filter, data: &mut Value) -> bool;
+
+    /// The API's own error event, of error type `kind`.
+    fn error_event(&self, f: &mut Filter, kind: &str, message: &str) -> Event;
+
+    /// Pushes the end of the final round (its closing event with `total`
+    /// usage, the stream's last event) onto `out`; `strip`: Cairn's calls
+    /// were taken out of it.
+    fn close(&self, f: &mut Filter, strip: bool, total: Value, out: &mut Vec<Event>);
+
+    /// Asks the request's stream for the usage accounting needs, where the
+    /// API leaves it out unless asked (chat's `stream_options`); answers
+    /// whether the client asked for it itself.
+    fn ask_usage(&self, _body: &mut Spliced) -> Result<bool, DomainError> {
+        Ok(false)
+    }
+
+    /// True when the client numbers tool calls afresh each round (chat).
+    fn indexes_per_round(&self) -> bool {
+        false
+    }
+}
 
 /// One round's answer, rebuilt from its events in the non-streaming shape.
 pub struct RoundAnswer {
@@ -21,7 +66,7 @@ pub struct RoundAnswer {
 
 /// What the client sees of each round.
 pub struct Filter {
-    pub(super) endpoint: Endpoint,
+    wire: &'static dyn WireApi,
     pub(super) ours: Vec<&'static str>,
     pub(super) wants_usage: bool,
     pub(super) round: usize,
@@ -59,9 +104,11 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// A stream on `endpoint`, whose calls to `ours` are Cairn's to answer;
+    /// `wants_usage`: the client asked for chat's closing usage chunk.
     pub fn new(endpoint: Endpoint, ours: &[&'static str], wants_usage: bool) -> Self {
         Self {
-            endpoint,
+            wire: super::of(endpoint),
             ours: ours.to_vec(),
             wants_usage,
             round: 0,
@@ -85,6 +132,7 @@ impl Filter {
         }
     }
 
+    /// Adds a finished round's usage object to the total.
     pub fn add_usage(&mut self, round: &Value) {
         if round.is_null() {
             return;
@@ -95,11 +143,12 @@ impl Filter {
         }
     }
 
+    /// Starts the next round's events.
     pub fn next_round(&mut self) {
         self.round += 1;
         self.remap.clear();
         self.our_indexes.clear();
-        if self.endpoint == Endpoint::Chat {
+        if self.wire.indexes_per_round() {
             self.next_index = 0;
         }
         self.held.clear();
@@ -113,6 +162,7 @@ impl Filter {
         self.round_text_sent = false;
     }
 
+    /// The round's answer, once its events ended it.
     pub fn round_answer(&mut self) -> Option<RoundAnswer> {
         self.ended.then(|| RoundAnswer {
             message: self.message.take(),
@@ -137,11 +187,8 @@ impl Filter {
                 vec![event]
             };
         };
-        match self.endpoint {
-            Endpoint::Chat => self.chat(event, data),
-            Endpoint::Messages => self.messages(event, data),
-            Endpoint::Responses => self.responses(event, data),
-        }
+        let wire = self.wire;
+        wire.on_event(self, event, data)
     }
 
     /// The event that ends the client's stream when the upstream refused a
@@ -156,23 +203,8 @@ impl Filter {
         } else {
             "invalid_request_error"
         };
-        match self.endpoint {
-            Endpoint::Chat => Event::new(
-                None,
-                &json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
-                    .to_string(),
-            ),
-            Endpoint::Messages => Event::new(
-                Some("error"),
-                &json!({"type": "error", "error": {"type": kind, "message": message}}).to_string(),
-            ),
-            Endpoint::Responses => {
-                let data = json!({"type": "error", "code": kind, "message": message,
-                    "param": null, "sequence_number": self.sequence});
-                self.sequence += 1;
-                Event::new(Some("error"), &data.to_string())
-            }
-        }
+        let wire = self.wire;
+        wire.error_event(self, kind, message)
     }
 
     /// The closing events of the final round: held events (without Cairn's
@@ -191,76 +223,20 @@ impl Filter {
             out.push(self.reissue(event, data, false));
         }
         let total = self.total_usage.clone().unwrap_or(Value::Null);
-        match self.endpoint {
-            Endpoint::Chat => {
-                if let Some((event, mut data)) = self.closing.take() {
-                    if strip {
-                        data["choices"][0]["finish_reason"] = json!("stop");
-                    }
-                    out.push(self.reissue(event, data, strip));
-                }
-                if self.wants_usage {
-                    let mut last =
-                        json!({"object": "chat.completion.chunk", "choices": [], "usage": total});
-                    if let Some(id) = &self.chat_id {
-                        last["id"] = id.clone();
-                    }
-                    if let Some(model) = &self.model {
-                        last["model"] = json!(model);
-                    }
-                    out.push(Event::new(None, &last.to_string()));
-                }
-                out.push(Event::new(None, "[DONE]"));
-            }
-            Endpoint::Messages => {
-                let mut delta = self
-                    .closing
-                    .take()
-                    .map_or_else(|| json!({"type": "message_delta", "delta": {}}), |(_, d)| d);
-                if strip {
-                    delta["delta"]["stop_reason"] = json!("end_turn");
-                }
-                if !total.is_null() {
-                    delta["usage"] = total;
-                }
-                out.push(Event::new(Some("message_delta"), &delta.to_string()));
-                out.push(Event::new(
-                    Some("message_stop"),
-                    r#"{"type":"message_stop"}"#,
-                ));
-            }
-            Endpoint::Responses => {
-                if let Some((event, mut data)) = self.closing.take() {
-                    data["response"]["output"] = Value::Array(self.items.clone());
-                    if !total.is_null() {
-                        data["response"]["usage"] = total;
-                    }
-                    out.push(self.reissue(event, data, true));
-                }
-            }
-        }
+        let wire = self.wire;
+        wire.close(self, strip, total, &mut out);
         out
     }
 
     /// The round's index an event belongs to (block, output item or tool call).
     pub(super) fn event_index(&self, data: &Value) -> Option<u64> {
-        match self.endpoint {
-            Endpoint::Chat => data["choices"][0]["delta"]["tool_calls"][0]["index"].as_u64(),
-            Endpoint::Messages => data["index"].as_u64(),
-            Endpoint::Responses => data["output_index"].as_u64(),
-        }
+        self.wire.event_index(data)
     }
 
     /// True when the event opens a call to one of Cairn's tools.
     pub(super) fn names_ours(&self, data: &Value) -> bool {
-        let named = |v: &Value| self.ours.iter().any(|o| v == o);
-        match self.endpoint {
-            Endpoint::Chat => {
-                named(&data["choices"][0]["delta"]["tool_calls"][0]["function"]["name"])
-            }
-            Endpoint::Messages => named(&data["content_block"]["name"]),
-            Endpoint::Responses => named(&data["item"]["name"]),
-        }
+        let name = self.wire.call_name(data);
+        self.ours.iter().any(|o| name == o)
     }
 
     /// The client's index for this round's index `index` (`opens`: the event starts it).
@@ -274,70 +250,11 @@ impl Filter {
         mapped
     }
 
-    /// An event as the client's stream numbers it (indexes, ids, sequence).
     /// An event as the client's stream numbers it (indexes, ids, sequence);
     /// the upstream's own bytes when nothing changes.
     pub(super) fn reissue(&mut self, event: Event, mut data: Value, force: bool) -> Event {
-        let mut changed = force;
-        let mut set = |slot: Option<&mut Value>, value: Value| {
-            if let Some(slot) = slot
-                && *slot != value
-            {
-                *slot = value;
-                changed = true;
-            }
-        };
-        match self.endpoint {
-            Endpoint::Chat => {
-                if self.round > 0
-                    && let Some(id) = self.chat_id.clone()
-                {
-                    set(data.get_mut("id"), id);
-                }
-                let calls = data
-                    .pointer_mut("/choices/0/delta/tool_calls")
-                    .and_then(Value::as_array_mut);
-                for call in calls.into_iter().flatten() {
-                    if let Some(index) = call["index"].as_u64() {
-                        let mapped = self.remap.get(&index).copied().unwrap_or_else(|| {
-                            let m = self.next_index;
-                            self.next_index += 1;
-                            self.remap.insert(index, m);
-                            m
-                        });
-                        set(call.get_mut("index"), json!(mapped));
-                    }
-                }
-            }
-            Endpoint::Messages => {
-                if let Some(index) = data["index"].as_u64() {
-                    let mapped = self.client_index(index);
-                    set(data.get_mut("index"), json!(mapped));
-                }
-            }
-            Endpoint::Responses => {
-                if let Some(index) = data["output_index"].as_u64() {
-                    let mapped = self.client_index(index);
-                    set(data.get_mut("output_index"), json!(mapped));
-                }
-                set(data.get_mut("sequence_number"), json!(self.sequence));
-                self.sequence += 1;
-                if let Some(response) = data.get_mut("response")
-                    && response["tools"].as_array().is_some_and(|tools| {
-                        tools
-                            .iter()
-                            .any(|t| self.ours.iter().any(|o| t["name"] == *o))
-                    })
-                {
-                    wire::of(Endpoint::Responses).strip_tool_echo(response, &self.ours);
-                    changed = true;
-                }
-                if data["type"] == "response.output_item.done" {
-                    self.items.push(data["item"].clone());
-                }
-            }
-        }
-        if changed {
+        let wire = self.wire;
+        if wire.renumber(self, &mut data) || force {
             rewritten(&event, data)
         } else {
             event
@@ -355,6 +272,7 @@ impl Filter {
             .collect()
     }
 
+    /// Passes the event on (`pass`, and nothing held), or holds it.
     pub(super) fn hold_or_pass(&mut self, event: Event, data: Value, pass: bool) -> Vec<Event> {
         if pass && !self.holding {
             vec![self.reissue(event, data, false)]
@@ -380,5 +298,16 @@ pub(super) fn rewritten(event: &Event, data: Value) -> Event {
     match spliced {
         Ok(written) => Event::new(name, &String::from_utf8_lossy(written.bytes())),
         Err(_) => Event::new(name, &data.to_string()),
+    }
+}
+
+/// Sets `slot` to `value`; true when that changed it.
+pub(super) fn set(slot: Option<&mut Value>, value: Value) -> bool {
+    match slot {
+        Some(slot) if *slot != value => {
+            *slot = value;
+            true
+        }
+        _ => false,
     }
 }
