@@ -281,20 +281,21 @@ impl Compressor {
         let plan_options = options.clone();
         let mut prepared = spawn_blocking(move || prepare(input, policy, &plan_options)).await??;
         let jobs = std::mem::take(&mut prepared.jobs);
-        // Counting the input (BPE over every text) overlaps with the puts.
-        let (messages, system, counter) = (
-            prepared.messages.clone(),
-            prepared.system.clone(),
-            prepared.counter,
-        );
-        let counting = spawn_blocking(move || counter.count_messages(&messages, system.as_deref()));
-        let storing = self
+        let refs = self
             .offloader
-            .store(namespace, jobs, thread.as_deref(), dry_run);
-        let (tokens_before, refs) = tokio::join!(counting, storing);
-        prepared.tokens_before = tokens_before?;
-        let refs = refs?;
-        spawn_blocking(move || apply::apply(prepared, &refs, &options, policy)).await?
+            .store(namespace, jobs, thread.as_deref(), dry_run)
+            .await?;
+        // The input is counted after the puts, not beside them: each piece
+        // stored left its exact count in the shared cache under its content
+        // hash, so its text costs a SHA-256 pass here instead of a second
+        // BPE pass competing with the puts for the same cores.
+        spawn_blocking(move || {
+            prepared.tokens_before = prepared
+                .counter
+                .count_messages(&prepared.messages, prepared.system.as_deref());
+            apply::apply(prepared, &refs, &options, policy)
+        })
+        .await?
     }
 }
 
