@@ -36,6 +36,7 @@ use crate::storage::StorageError;
 mod columns;
 mod fields;
 mod frame_words;
+mod niceness;
 mod pairs;
 mod translate;
 mod words;
@@ -184,6 +185,7 @@ impl FullText {
                 .num_merge_threads(MERGE_THREADS)
                 .build();
             let opened = self.index.writer_with_options(options).map_err(failed)?;
+            niceness::lower_index_threads();
             let mut policy = LogMergePolicy::default();
             policy.set_min_layer_size(MIN_LAYER_DOCS);
             opened.set_merge_policy(Box::new(policy));
@@ -296,6 +298,8 @@ impl FullText {
             pending.done.extend(done);
             return Err(failed(e));
         }
+        // A commit starts the writer's indexing thread afresh.
+        niceness::lower_index_threads();
         self.reader.reload().map_err(failed)?;
         lock(&self.pending).removed.clear();
         Ok(done)
