@@ -239,6 +239,24 @@ fn count(usage: &serde_json::Map<String, Value>, key: &str) -> u64 {
     usage.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// OpenAI's usage, whose APIs name the same counts differently (`[input,
+/// output, details]`): the input includes the `cached_tokens` of its
+/// details, and caching writes cost nothing extra.
+fn openai_usage(
+    usage: &serde_json::Map<String, Value>,
+    [input, output, details]: [&str; 3],
+) -> Usage {
+    Usage {
+        input: count(usage, input),
+        output: count(usage, output),
+        cache_read: usage
+            .get(details)
+            .and_then(|d| d["cached_tokens"].as_u64())
+            .unwrap_or(0),
+        cache_write: 0,
+    }
+}
+
 /// The string of `v`, or "".
 fn text(v: &Value) -> String {
     v.as_str().unwrap_or("").to_owned()
@@ -303,27 +321,35 @@ mod tests {
     #[test]
     fn usage_is_read_as_each_provider_means_it() {
         let read = |endpoint, usage: Value| of(endpoint).usage(usage.as_object().unwrap());
-        let anthropic = json!({"input_tokens": 10, "output_tokens": 5,
-            "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20});
-        let expected = Usage {
-            input: 130,
-            output: 5,
-            cache_read: 100,
-            cache_write: 20,
-        };
-        assert_eq!(read(Endpoint::Messages, anthropic), expected);
-        let chat = json!({"prompt_tokens": 120, "completion_tokens": 7,
-            "prompt_tokens_details": {"cached_tokens": 64}});
-        let expected = Usage {
-            input: 120,
-            output: 7,
-            cache_read: 64,
-            cache_write: 0,
-        };
-        assert_eq!(read(Endpoint::Chat, chat), expected);
-        let responses = json!({"input_tokens": 50, "output_tokens": 3,
-            "input_tokens_details": {"cached_tokens": 32}});
-        assert_eq!(read(Endpoint::Responses, responses).cache_read, 32);
+        let cases = [
+            (
+                Endpoint::Messages,
+                json!({"input_tokens": 10, "output_tokens": 5,
+                    "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}),
+                [130, 5, 100, 20],
+            ),
+            (
+                Endpoint::Chat,
+                json!({"prompt_tokens": 120, "completion_tokens": 7,
+                    "prompt_tokens_details": {"cached_tokens": 64}}),
+                [120, 7, 64, 0],
+            ),
+            (
+                Endpoint::Responses,
+                json!({"input_tokens": 50, "output_tokens": 3,
+                    "input_tokens_details": {"cached_tokens": 32}}),
+                [50, 3, 32, 0],
+            ),
+        ];
+        for (endpoint, usage, [input, output, cache_read, cache_write]) in cases {
+            let expected = Usage {
+                input,
+                output,
+                cache_read,
+                cache_write,
+            };
+            assert_eq!(read(endpoint, usage), expected, "{endpoint:?}");
+        }
     }
 
     #[test]

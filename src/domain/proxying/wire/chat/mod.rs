@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    Conversation, ROUND_LIMIT_NOTE, ROUND_SEPARATOR, ToolCall, ToolResult, WireApi, append, count,
-    is_ours, parsed_arguments, take_messages, text,
+    Conversation, ROUND_LIMIT_NOTE, ROUND_SEPARATOR, ToolCall, ToolResult, WireApi, append,
+    is_ours, openai_usage, parsed_arguments, take_messages, text,
 };
 use crate::domain::DomainError;
 use crate::domain::compress::format::Format;
@@ -22,17 +22,15 @@ impl WireApi for Chat {
         take_messages(body, Format::OpenAi, false)
     }
 
-    /// `prompt_tokens` includes the `cached_tokens` of its details.
     fn usage(&self, usage: &serde_json::Map<String, Value>) -> Usage {
-        Usage {
-            input: count(usage, "prompt_tokens"),
-            output: count(usage, "completion_tokens"),
-            cache_read: usage
-                .get("prompt_tokens_details")
-                .and_then(|d| d["cached_tokens"].as_u64())
-                .unwrap_or(0),
-            cache_write: 0,
-        }
+        openai_usage(
+            usage,
+            [
+                "prompt_tokens",
+                "completion_tokens",
+                "prompt_tokens_details",
+            ],
+        )
     }
 
     fn tool(&self, name: &str, description: &str, parameters: &Value) -> Value {

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    Conversation, ToolCall, ToolResult, WireApi, append, check, count, is_ours, parsed_arguments,
-    prepend, text,
+    Conversation, ToolCall, ToolResult, WireApi, append, check, is_ours, openai_usage,
+    parsed_arguments, prepend, text,
 };
 use crate::domain::DomainError;
 use crate::domain::compress::format::Format;
@@ -74,17 +74,11 @@ impl WireApi for Responses {
         &body["instructions"]
     }
 
-    /// `input_tokens` includes the `cached_tokens` of its details.
     fn usage(&self, usage: &serde_json::Map<String, Value>) -> Usage {
-        Usage {
-            input: count(usage, "input_tokens"),
-            output: count(usage, "output_tokens"),
-            cache_read: usage
-                .get("input_tokens_details")
-                .and_then(|d| d["cached_tokens"].as_u64())
-                .unwrap_or(0),
-            cache_write: 0,
-        }
+        openai_usage(
+            usage,
+            ["input_tokens", "output_tokens", "input_tokens_details"],
+        )
     }
 
     fn tool(&self, name: &str, description: &str, parameters: &Value) -> Value {
