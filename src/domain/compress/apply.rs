@@ -45,11 +45,12 @@ pub(super) fn apply(
             _ => format!("offloaded {} text", piece.role),
         };
         let summary = marker::clip(&stored.summary, options.summary_chars);
+        let summary = marker::without_pointer(summary, &stored.id);
         // The first line states the store's count, the one its summary states
         // with its method: one text, one number (the savings use `tokens`).
-        let mut replaced = marker::render(&what, &stored.id, stored.lines, stored.tokens, summary);
+        let mut replaced = marker::render(&what, &stored.id, stored.lines, stored.tokens, &summary);
         if selection.failures_inline {
-            let failures = selective::failure_lines(text, summary);
+            let failures = selective::failure_lines(text, &summary);
             if !failures.is_empty() {
                 replaced.push('\n');
                 replaced.push_str(failures.trim_end());

@@ -5,6 +5,8 @@
 //! with `[cairn: ` and names a `mem://` pointer is a marker: strategies never
 //! offload, fold or re-hydrate it, which makes compressing twice a no-op.
 
+use std::borrow::Cow;
+
 /// How every marker starts.
 pub const PREFIX: &str = "[cairn: ";
 
@@ -37,6 +39,23 @@ pub fn render(what: &str, id: &str, lines: u64, tokens: u64, summary: &str) -> S
     text
 }
 
+/// `summary` without the ` | mem://<id>` of its first line (a memory's
+/// summary names its own pointer): the marker's first line names it
+/// already, and a pointer is some forty tokens of hexadecimal that every
+/// later request reads again.
+pub fn without_pointer<'a>(summary: &'a str, id: &str) -> Cow<'a, str> {
+    let pointer = format!(" | mem://{id}");
+    let first_line = summary.find('\n').unwrap_or(summary.len());
+    match summary[..first_line].find(&pointer) {
+        Some(at) => Cow::Owned(format!(
+            "{}{}",
+            &summary[..at],
+            &summary[at + pointer.len()..]
+        )),
+        None => Cow::Borrowed(summary),
+    }
+}
+
 /// `text` cut to at most `max` characters, on a character boundary.
 pub fn clip(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
@@ -65,6 +84,19 @@ mod tests {
             1,
             ""
         )));
+    }
+
+    #[test]
+    fn the_summary_does_not_name_the_pointer_again() {
+        let summary = "kind: text | 3 lines | mem://ab12\nhead:\nL1: see mem://ab12";
+        assert_eq!(
+            without_pointer(summary, "ab12"),
+            "kind: text | 3 lines\nhead:\nL1: see mem://ab12"
+        );
+        assert_eq!(
+            without_pointer("kind: text | mem://ab", "ab12"),
+            "kind: text | mem://ab"
+        );
     }
 
     #[test]
