@@ -1,10 +1,12 @@
 //! The record of one exchange: begun when its rewritten body goes upstream
-//! (cheap: it keeps the client's and the upstream's bytes), added to at each
-//! round and retrieval, and settled once the client's answer has ended —
-//! off the request's path: the client's request read for its shared prefix,
-//! the body redacted and placed in its thread as a delta, the cost priced
-//! and the counterfactual modelled.
+//! (cheap: it keeps the upstream's bytes, and hands the client's to a
+//! blocking thread that reduces them to their shared-prefix profile, so
+//! they are not held for the whole exchange), added to at each round and
+//! retrieval, and settled once the client's answer has ended — off the
+//! request's path: the body redacted and placed in its thread as a delta,
+//! the cost priced and the counterfactual modelled.
 
+use std::sync::mpsc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -74,7 +76,7 @@ pub struct Trace {
     endpoint: Endpoint,
     model: String,
     at_ms: i64,
-    client: Bytes,
+    client: ClientRequest,
     upstream: Bytes,
     pieces: Vec<Piece>,
     figures: Figures,
@@ -101,7 +103,7 @@ impl Trace {
             endpoint: s.endpoint,
             model: s.model.to_owned(),
             at_ms: now_ms(),
-            client: s.client,
+            client: ClientRequest::of(s.endpoint, s.client),
             upstream: s.upstream,
             figures: Figures {
                 streamed: s.streamed,
@@ -155,12 +157,10 @@ impl Trace {
         redact: bool,
     ) -> Finished {
         let provider = self.endpoint.provider();
-        let caching = Caching::of(provider, &self.client);
-        let profile = serde_json::from_slice::<Value>(&self.client)
-            .map(|client| Profile::of(&client, wire::of(self.endpoint).conversation_key()))
-            .unwrap_or_default();
+        let caching = self.client.caching;
+        let (client_bytes, upstream_bytes) = (self.client.bytes, self.upstream.len());
+        let profile = self.client.profile.get();
         let untouched = self.pieces.is_empty() && self.figures.tools_added.is_empty();
-        let (client_bytes, upstream_bytes) = (self.client.len(), self.upstream.len());
         let body = if redact {
             redact_bytes(&self.upstream).0
         } else {
@@ -242,6 +242,65 @@ impl Trace {
             row,
             figures: self.figures,
             provider,
+        }
+    }
+}
+
+/// The client's request as its record needs it: how the provider caches
+/// it, its size, and its [`Profile`] (what decides a prefix shared with the
+/// thread's next request).
+struct ClientRequest {
+    caching: Caching,
+    bytes: usize,
+    profile: Profiled,
+}
+
+/// A profile worked out, or being worked out on a blocking thread.
+enum Profiled {
+    Ready(Profile),
+    Pending(mpsc::Receiver<Profile>),
+}
+
+impl ClientRequest {
+    /// Reads `client`, sent to `endpoint`: its caching at once (a scan), its
+    /// profile on a blocking thread when a runtime is there (the bytes are
+    /// parsed again there and dropped once done), here otherwise.
+    fn of(endpoint: Endpoint, client: Bytes) -> Self {
+        let caching = Caching::of(endpoint.provider(), &client);
+        let bytes = client.len();
+        let list = wire::of(endpoint).conversation_key();
+        let work = move || {
+            serde_json::from_slice::<Value>(&client)
+                .map(|value| Profile::of(&value, list))
+                .unwrap_or_default()
+        };
+        let profile = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let (done, profile) = mpsc::sync_channel(1);
+                drop(runtime.spawn_blocking(move || {
+                    // The trace may be gone already (nothing then reads it).
+                    let _ = done.send(work());
+                }));
+                Profiled::Pending(profile)
+            }
+            Err(_) => Profiled::Ready(work()),
+        };
+        Self {
+            caching,
+            bytes,
+            profile,
+        }
+    }
+}
+
+impl Profiled {
+    /// The profile, waited for if it is still being worked out (settling
+    /// runs on a blocking thread, so the wait blocks nothing else); the
+    /// empty profile if its work failed.
+    fn get(&mut self) -> Profile {
+        match self {
+            Self::Ready(profile) => std::mem::take(profile),
+            Self::Pending(pending) => pending.recv().unwrap_or_default(),
         }
     }
 }
