@@ -20,6 +20,9 @@ use crate::model::PutFields;
 const CONCURRENT_PUTS: usize = 16;
 /// How long a remembered piece is trusted without a put (a client may delete memories).
 const REMEMBER_FOR: Duration = Duration::from_secs(600);
+/// Bytes the remembered pieces may take ([`remembered_bytes`]): ~8,000
+/// pieces with summaries of the default 800 characters.
+const REMEMBERED_BYTES: u64 = 8 << 20;
 
 /// A piece to store.
 #[derive(Clone, Debug)]
@@ -116,7 +119,10 @@ impl Offloader {
     /// An offloader over the memory service.
     pub fn new(memories: Arc<Memories>) -> Self {
         let known = moka::sync::Cache::builder()
-            .max_capacity(100_000)
+            .weigher(|key: &(String, [u8; 32]), stored: &Arc<StoredRef>| {
+                u32::try_from(remembered_bytes(&key.0, stored)).unwrap_or(u32::MAX)
+            })
+            .max_capacity(REMEMBERED_BYTES)
             .time_to_live(REMEMBER_FOR)
             .build();
         Self { memories, known }
@@ -214,6 +220,20 @@ impl Offloader {
     }
 }
 
+/// About what a remembered piece of `namespace` holds: its strings and
+/// the fixed part of its entry.
+fn remembered_bytes(namespace: &str, stored: &StoredRef) -> usize {
+    const FIXED: usize = 160;
+    FIXED
+        + namespace.len()
+        + stored.id.len()
+        + stored.kind.len()
+        + stored.subtype.as_ref().map_or(0, String::len)
+        + stored.mime.len()
+        + stored.title.as_ref().map_or(0, String::len)
+        + stored.summary.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +249,26 @@ mod tests {
             hex::encode(job.hash),
             crate::domain::memories::ids::MemoryId::of_content(b"x").as_str()
         );
+    }
+
+    #[test]
+    fn remembered_pieces_are_weighed_by_their_summaries() {
+        let piece = |summary: usize| StoredRef {
+            id: "a".repeat(64),
+            kind: "TOOL_OUTPUT".into(),
+            subtype: Some("Bash".into()),
+            mime: "text/plain".into(),
+            title: Some("cargo test".into()),
+            bytes: 50_000,
+            lines: 900,
+            tokens: 12_000,
+            summary: "s".repeat(summary),
+        };
+        let small = remembered_bytes("default", &piece(0));
+        let full = remembered_bytes("default", &piece(800));
+        assert_eq!(full - small, 800);
+        // The bound holds minutes of a busy proxy's pieces, not hours of them.
+        let held = REMEMBERED_BYTES / full as u64;
+        assert!((5_000..=10_000).contains(&held), "{held}");
     }
 }
