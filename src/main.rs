@@ -3,8 +3,9 @@
 use cairn::config::{Cli, Command, Config};
 use clap::Parser;
 
-/// jemalloc, with a background thread that hands memory freed for a second
-/// back to the system (`.cargo/config.toml`): glibc kept every load peak.
+/// jemalloc, one arena, with a background thread that hands memory freed for
+/// a quarter of a second back to the system (`.cargo/config.toml`): glibc
+/// kept every load peak.
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
