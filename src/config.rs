@@ -206,16 +206,16 @@ pub struct Config {
     #[arg(long, env = "CAIRN_GC_GRACE_SECS", default_value_t = 3600)]
     pub gc_grace_secs: u64,
     /// Decoded frames kept in this process for slices, in bytes (0: off).
-    #[arg(long, env = "CAIRN_FRAME_CACHE_BYTES", default_value_t = 16 << 20)]
+    #[arg(long, env = "CAIRN_FRAME_CACHE_BYTES", default_value_t = 8 << 20)]
     pub frame_cache_bytes: u64,
     /// Object records (frame indexes, small contents kept inline) held in
     /// this process, in bytes, so that paging through a memory reads its
     /// record once.
-    #[arg(long, env = "CAIRN_OBJECT_CACHE_BYTES", default_value_t = 8 << 20)]
+    #[arg(long, env = "CAIRN_OBJECT_CACHE_BYTES", default_value_t = 4 << 20)]
     pub object_cache_bytes: u64,
     /// Proxy: the request bodies the exchange ledger keeps in memory, in
     /// bytes, so that a thread's next request is stored as what it appended.
-    #[arg(long, env = "CAIRN_EXCHANGES_CACHE_BYTES", default_value_t = 16 << 20)]
+    #[arg(long, env = "CAIRN_EXCHANGES_CACHE_BYTES", default_value_t = 8 << 20)]
     pub exchanges_cache_bytes: u64,
     /// Redis or Dragonfly shared by replicas as a hot cache of stored frames
     /// and object records (`redis://host:6379/0`; default: none).
