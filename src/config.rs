@@ -215,7 +215,7 @@ pub struct Config {
     pub object_cache_bytes: u64,
     /// Proxy: the request bodies the exchange ledger keeps in memory, in
     /// bytes, so that a thread's next request is stored as what it appended.
-    #[arg(long, env = "CAIRN_EXCHANGES_CACHE_BYTES", default_value_t = 8 << 20)]
+    #[arg(long, env = "CAIRN_EXCHANGES_CACHE_BYTES", default_value_t = crate::domain::proxying::exchanges::THREAD_BYTES)]
     pub exchanges_cache_bytes: u64,
     /// Redis or Dragonfly shared by replicas as a hot cache of stored frames
     /// and object records (`redis://host:6379/0`; default: none).

@@ -32,8 +32,9 @@ pub use cost::Counterfactual;
 pub use trace::{Ended, Started, Trace};
 
 /// Request bodies the ledger holds in memory to store the next one as a
-/// delta, unless configured ([`ExchangeLedger::with_thread_cache`]).
-const THREAD_BYTES: u64 = 8 << 20;
+/// delta, unless configured ([`ExchangeLedger::with_thread_cache`];
+/// `CAIRN_EXCHANGES_CACHE_BYTES` defaults to it).
+pub const THREAD_BYTES: u64 = 8 << 20;
 
 /// Longest a read waits for exchanges being settled.
 const SETTLE_WAIT: Duration = Duration::from_secs(2);
