@@ -9,9 +9,15 @@
 //! written, a changed object keeps its keys in the written order (new keys
 //! follow, removed keys go), a changed array keeps its leading items, and
 //! anything else changed is written by `serde_json`.
+//!
+//! The value costs more memory than the bytes, and an exchange keeps its
+//! body for the upstream's whole answer (seconds): [`Spliced::lighten`] lets
+//! the value go once the rewrite is done, and it is read from the bytes again
+//! only if a retrieval round edits the body.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
@@ -24,20 +30,31 @@ use serde_json::value::RawValue;
 #[derive(Clone, Debug)]
 pub struct Spliced {
     bytes: Bytes,
-    value: Value,
+    /// The value the bytes hold, while it is kept (read again when needed).
+    value: OnceLock<Value>,
 }
 
 impl Spliced {
     /// Reads `bytes` as JSON.
     pub fn parse(bytes: impl Into<Bytes>) -> Result<Self, serde_json::Error> {
         let bytes = bytes.into();
-        let value = serde_json::from_slice(&bytes)?;
-        Ok(Self { bytes, value })
+        let value: Value = serde_json::from_slice(&bytes)?;
+        Ok(Self {
+            bytes,
+            value: OnceLock::from(value),
+        })
     }
 
-    /// The value the bytes hold.
+    /// The value the bytes hold (read from them again after [`Self::lighten`]).
     pub fn value(&self) -> &Value {
-        &self.value
+        // The bytes are JSON: read as JSON by `parse`, or written from a value.
+        self.value
+            .get_or_init(|| serde_json::from_slice(&self.bytes).unwrap_or(Value::Null))
+    }
+
+    /// Lets the value go and keeps only the bytes, until a read needs it again.
+    pub fn lighten(&mut self) {
+        self.value = OnceLock::new();
     }
 
     /// The bytes to send.
@@ -52,21 +69,21 @@ impl Spliced {
 
     /// Takes `new` as the body's value, its bytes spliced from the old ones.
     pub fn replace(&mut self, new: Value) -> Result<(), serde_json::Error> {
-        if new == self.value {
+        if new == *self.value() {
             return Ok(());
         }
         let text = std::str::from_utf8(&self.bytes).map_err(serde::de::Error::custom)?;
         let raw: &RawValue = serde_json::from_str(text)?;
         let mut out = Vec::with_capacity(self.bytes.len());
-        write(&mut out, raw, &self.value, &new)?;
+        write(&mut out, raw, self.value(), &new)?;
         self.bytes = Bytes::from(out);
-        self.value = new;
+        self.value = OnceLock::from(new);
         Ok(())
     }
 
     /// Applies `edit` to a copy of the value and splices the result in.
     pub fn edit(&mut self, edit: impl FnOnce(&mut Value)) -> Result<(), serde_json::Error> {
-        let mut new = self.value.clone();
+        let mut new = self.value().clone();
         edit(&mut new);
         self.replace(new)
     }
@@ -210,6 +227,22 @@ mod tests {
         assert!(text.contains(
             "[{\"role\":\"user\", \"content\": \"caf\\u00e9\"},{\"role\": \"tool\", \"content\": \"long\"},"
         ));
+    }
+
+    #[test]
+    fn a_light_body_reads_its_value_again_and_edits_alike() {
+        let edit = |v: &mut Value| v["messages"][1]["content"] = json!("[cairn: short]");
+        let mut kept = Spliced::parse(WRITTEN.as_bytes().to_vec()).unwrap();
+        let mut light = kept.clone();
+        light.lighten();
+        assert!(light.value.get().is_none());
+        assert_eq!(light.value(), kept.value());
+        light.lighten();
+        kept.edit(edit).unwrap();
+        light.edit(edit).unwrap();
+        assert_eq!(light.bytes(), kept.bytes());
+        light.lighten();
+        assert_eq!(light.value()["messages"][1]["content"], "[cairn: short]");
     }
 
     #[test]

@@ -144,6 +144,7 @@ async fn rounds<U: Upstream>(
         let answer = parsed.value();
         body.edit(|body| wire.continue_with(body, answer, &results))
             .map_err(|e| Failure::Cairn(DomainError::Internal(e.to_string())))?;
+        body.lighten();
         rounds += 1;
     }
 }

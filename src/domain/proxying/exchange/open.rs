@@ -101,6 +101,9 @@ pub async fn open(
         .to_owned();
     let streamed = body.value()["stream"] == Value::Bool(true);
     let wants_usage = streamed && wire::of(o.endpoint).ask_usage(body)?;
+    // From here on the exchange needs the body's bytes; its value only if a
+    // retrieval round continues the conversation.
+    body.lighten();
     let trace = record::begin(
         o.exchanges,
         o.namespace,

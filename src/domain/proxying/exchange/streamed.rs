@@ -151,6 +151,7 @@ impl<U: Upstream> Rounds<U> {
             if next.is_err() {
                 return self.cut(None, "cannot write the next round").await;
             }
+            self.body.lighten();
             self.filter.next_round();
             rounds += 1;
             let asked = Instant::now();
