@@ -40,9 +40,13 @@ pub(super) fn schema() -> (Schema, Field, Field, Field) {
     (builder.build(), body, hash, idx)
 }
 
-/// Opens (creating) the index in `dir`, and whether it was created now;
-/// `None` when the index there has another schema.
-pub(super) fn open_dir(dir: &Path, schema: Schema) -> Result<Option<(Index, bool)>, StorageError> {
+/// Opens (creating) the index in `dir`, and whether it was created now,
+/// with its directory (a handle on the same mappings); `None` when the index
+/// there has another schema.
+pub(super) fn open_dir(
+    dir: &Path,
+    schema: Schema,
+) -> Result<Option<(Index, bool, MmapDirectory)>, StorageError> {
     std::fs::create_dir_all(dir)?;
     let directory = MmapDirectory::open(dir).map_err(|e| {
         StorageError::Database(format!(
@@ -52,8 +56,8 @@ pub(super) fn open_dir(dir: &Path, schema: Schema) -> Result<Option<(Index, bool
     })?;
     let created = !Index::exists(&directory)
         .map_err(|e| StorageError::Database(format!("cannot read the full-text index: {e}")))?;
-    match Index::open_or_create(directory, schema) {
-        Ok(index) => Ok(Some((index, created))),
+    match Index::open_or_create(directory.clone(), schema) {
+        Ok(index) => Ok(Some((index, created, directory))),
         Err(tantivy::TantivyError::SchemaError(_)) => Ok(None),
         Err(e) => Err(failed(e)),
     }

@@ -18,6 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::directory::MmapDirectory;
 use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
 use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
@@ -76,6 +77,8 @@ pub(crate) struct FrameHit {
 pub(crate) struct FullText {
     index: Index,
     reader: IndexReader,
+    /// The directory of an index on disk, to forget its files' old mappings.
+    mapped: Option<MmapDirectory>,
     writer: Mutex<Option<IndexWriter>>,
     body: Field,
     hash: Field,
@@ -121,19 +124,20 @@ impl FullText {
     /// (so the caller can queue what it already holds).
     pub(crate) fn open(dir: Option<&Path>) -> Result<(Self, bool), StorageError> {
         let (schema, body, hash, idx) = schema();
-        let (index, created) = match dir {
-            None => (Index::create_in_ram(schema), true),
+        let (index, created, mapped) = match dir {
+            None => (Index::create_in_ram(schema), true, None),
             Some(dir) => match open_dir(dir, schema.clone())? {
-                Some(opened) => opened,
+                Some((index, created, mapped)) => (index, created, Some(mapped)),
                 None => {
                     // Built by another version: it is derived data, built again.
                     tracing::warn!(dir = %dir.display(), "the full-text index has another schema; rebuilding it");
                     std::fs::remove_dir_all(dir)?;
-                    open_dir(dir, schema)?.ok_or_else(|| {
+                    let (index, created, mapped) = open_dir(dir, schema)?.ok_or_else(|| {
                         StorageError::Database(
                             "full-text index: schema mismatch after a rebuild".into(),
                         )
-                    })?
+                    })?;
+                    (index, created, Some(mapped))
                 }
             },
         };
@@ -144,6 +148,9 @@ impl FullText {
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
+            // No field is stored: a cache of the document store's blocks
+            // would only be allocated for each segment at each reload.
+            .doc_store_cache_num_blocks(0)
             .try_into()
             .map_err(failed)?;
         let key = index.schema().get_field(KEY).map_err(failed)?;
@@ -156,6 +163,7 @@ impl FullText {
             Self {
                 index,
                 reader,
+                mapped,
                 writer: Mutex::new(None),
                 body,
                 hash,
@@ -301,8 +309,22 @@ impl FullText {
         // A commit starts the writer's indexing thread afresh.
         niceness::lower_index_threads();
         self.reader.reload().map_err(failed)?;
+        self.forget_unmapped();
         lock(&self.pending).removed.clear();
         Ok(done)
+    }
+
+    /// Forgets the files no segment maps any more. tantivy's `MmapDirectory`
+    /// remembers every file it maps (its path and a weak reference) and
+    /// forgets one only when the same path is mapped again or when its cache
+    /// is read (`get_cache_info`) — not when the file is deleted. Each commit
+    /// maps ~12 files that a merge or a later commit deletes: with a commit a
+    /// second, the heap grew by ~1.1 KB a second for as long as the process
+    /// ran (bench/REPORT.md, "LLM proxy soak").
+    fn forget_unmapped(&self) {
+        if let Some(directory) = &self.mapped {
+            drop(directory.get_cache_info());
+        }
     }
 
     /// The best `count` frames matching `expr`, best first (ties in index
