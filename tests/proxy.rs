@@ -206,6 +206,24 @@ async fn official_sdks_get_offload_retrieval_streams_and_both_key_modes() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_sdks_retry_a_namespace_over_its_rate_and_get_through() {
+    if !have_sdks() {
+        return;
+    }
+    let up = upstream();
+    let limited = serve(|c| {
+        c.api_keys = Some("alpha-key-0001:alpha".into());
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.upstream_anthropic_url = Some(up.url.clone());
+        c.limit_rate = 1;
+        c.limit_burst = 1;
+    })
+    .await;
+    let summary = client_check("limited", &limited, &up).await;
+    assert_eq!(summary["ok"], true);
+}
+
 #[tokio::test]
 async fn a_provider_without_upstream_answers_404_naming_its_variable() {
     let server = serve(|_| {}).await;

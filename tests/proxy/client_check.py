@@ -2,7 +2,7 @@
 against the stand-in upstream (upstream.py). Every check raises on failure;
 the last line printed is a JSON summary.
 
-usage: client_check.py passthrough|sidecar <cairn-url> <upstream-url>
+usage: client_check.py passthrough|sidecar|limited <cairn-url> <upstream-url>
 """
 
 import json
@@ -322,8 +322,41 @@ def sidecar_checks():
         pass
 
 
+def limited_checks():
+    """The namespace may make one request a second: the second of two at once
+    is refused (429, `Retry-After: 1`), and each SDK's own retry waits and
+    gets it through, as it would for the provider's rate limit."""
+    import time
+    openai_retrying = openai.OpenAI(base_url=CAIRN + "/v1", api_key=OPENAI_KEY, max_retries=2,
+                                    default_headers={"X-Cairn-Key": ALPHA})
+    anthropic_retrying = anthropic.Anthropic(base_url=CAIRN, api_key=ANTHROPIC_KEY, max_retries=2,
+                                             default_headers={"X-Cairn-Key": ALPHA})
+    calls = [
+        lambda: openai_retrying.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}]),
+        lambda: anthropic_retrying.messages.create(model="claude-sonnet-4-6", max_tokens=5,
+                                                   messages=[{"role": "user", "content": "hi"}]),
+    ]
+    for call in calls:
+        time.sleep(1.1)  # the bucket full again
+        started = time.monotonic()
+        call()
+        call()
+        waited = time.monotonic() - started
+        check(waited >= 0.9, f"the second request was not held back by the limit ({waited:.2f} s)")
+    try:
+        openai_client().chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        openai_client().chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        raise AssertionError("two requests at once passed a limit of one a second")
+    except openai.RateLimitError as e:
+        check(e.body["code"] == "rate_limited" and e.body["type"] == "requests", f"openai 429 body {e.body}")
+        check(e.response.headers.get("x-should-retry") is None, "a limit tells SDKs not to retry")
+        check(e.response.headers.get("retry-after") == "1", f"retry-after {e.response.headers.get('retry-after')}")
+
+
 if MODE == "sidecar":
     sidecar_checks()
+elif MODE == "limited":
+    limited_checks()
 else:
     chat_checks()
     anthropic_checks()

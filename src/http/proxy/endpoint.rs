@@ -18,8 +18,10 @@ pub fn error_response(
     mut headers: HeaderMap,
 ) -> Response {
     let body = wire::errors::error_body(provider, status.as_u16(), code, message);
-    if status == StatusCode::TOO_MANY_REQUESTS {
+    if code == wire::errors::BUDGET_EXCEEDED {
         // A spent budget does not come back in seconds: SDKs must not retry.
+        // A rate or concurrency limit (429 with `Retry-After`) does: the
+        // SDKs' own retry waits as long as it says.
         headers.insert("x-should-retry", HeaderValue::from_static("false"));
     }
     (status, headers, Json(body)).into_response()
@@ -54,5 +56,13 @@ mod tests {
         );
         assert_eq!(openai.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(openai.headers()["x-should-retry"], "false");
+        let limited = error_response(
+            Provider::Anthropic,
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "retry later",
+            HeaderMap::new(),
+        );
+        assert!(!limited.headers().contains_key("x-should-retry"));
     }
 }

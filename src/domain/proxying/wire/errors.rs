@@ -7,13 +7,17 @@ use serde_json::{Value, json};
 
 use crate::domain::proxying::Provider;
 
+/// Cairn's error code for a namespace's spent daily budget: the one 429 a
+/// client should not retry soon.
+pub const BUDGET_EXCEEDED: &str = "budget_exceeded";
+
 /// The body of an error with HTTP `status`, Cairn's error `code` and
 /// `message`, in `provider`'s shape.
 pub fn error_body(provider: Provider, status: u16, code: &str, message: &str) -> Value {
     match provider {
         Provider::OpenAi => json!({"error": {
             "message": message,
-            "type": openai_type(status),
+            "type": openai_type(status, code),
             "param": Value::Null,
             "code": code,
         }}),
@@ -24,13 +28,17 @@ pub fn error_body(provider: Provider, status: u16, code: &str, message: &str) ->
     }
 }
 
-/// OpenAI's error type for `status`.
-fn openai_type(status: u16) -> &'static str {
+/// OpenAI's error type for `status` and Cairn's `code`: a spent budget is
+/// OpenAI's `insufficient_quota` (which clients take as billing, not to be
+/// retried); a rate or concurrency limit is `requests`, as OpenAI types its
+/// own requests-per-minute limit.
+fn openai_type(status: u16, code: &str) -> &'static str {
     match status {
         400 | 404 | 413 | 422 => "invalid_request_error",
         401 => "authentication_error",
         403 => "permission_error",
-        429 => "insufficient_quota",
+        429 if code == BUDGET_EXCEEDED => "insufficient_quota",
+        429 => "requests",
         _ => "server_error",
     }
 }
@@ -64,5 +72,9 @@ mod tests {
         assert_eq!(anthropic["error"]["type"], "api_error");
         assert_eq!(anthropic["error"]["message"], "down");
         assert_eq!(anthropic_type(529), "overloaded_error");
+        let spent = error_body(Provider::OpenAi, 429, BUDGET_EXCEEDED, "spent");
+        assert_eq!(spent["error"]["type"], "insufficient_quota");
+        let limited = error_body(Provider::OpenAi, 429, "rate_limited", "later");
+        assert_eq!(limited["error"]["type"], "requests");
     }
 }
