@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::domain::DomainError;
+use crate::domain::proxying::wire::errors::BUDGET_EXCEEDED;
 use crate::storage::StorageError;
 
 /// An error answer.
@@ -228,19 +229,15 @@ impl From<DomainError> for AppError {
                 resets_at,
                 retry_after_secs,
                 ..
-            } => Self::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                crate::domain::proxying::wire::errors::BUDGET_EXCEEDED,
-                message,
-            )
-            .with("budget", budget)
-            .with("limit", limit)
-            .with("spent", spent)
-            .with(
-                "resets_at",
-                resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            )
-            .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs)),
+            } => Self::new(StatusCode::TOO_MANY_REQUESTS, BUDGET_EXCEEDED, message)
+                .with("budget", budget)
+                .with("limit", limit)
+                .with("spent", spent)
+                .with(
+                    "resets_at",
+                    resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                )
+                .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs)),
             DomainError::InvalidArchive { item, .. } => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive", message)
                     .with("item", item)

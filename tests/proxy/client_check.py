@@ -7,6 +7,7 @@ usage: client_check.py passthrough|sidecar|limited <cairn-url> <upstream-url>
 
 import json
 import sys
+import time
 import urllib.request
 
 import anthropic
@@ -326,7 +327,6 @@ def limited_checks():
     """The namespace may make one request a second: the second of two at once
     is refused (429, `Retry-After: 1`), and each SDK's own retry waits and
     gets it through, as it would for the provider's rate limit."""
-    import time
     openai_retrying = openai.OpenAI(base_url=CAIRN + "/v1", api_key=OPENAI_KEY, max_retries=2,
                                     default_headers={"X-Cairn-Key": ALPHA})
     anthropic_retrying = anthropic.Anthropic(base_url=CAIRN, api_key=ANTHROPIC_KEY, max_retries=2,
