@@ -23,14 +23,17 @@ pub fn now_ms() -> i64 {
 }
 
 /// Builds the tables every put and compress needs (the BPE dictionary of
-/// o200k_base, redaction patterns, summary finders) so that the first request
+/// o200k_base and its pre-tokenizer's Unicode classes, redaction patterns,
+/// summary finders) so that the first request
 /// does not pay for them: loading o200k_base alone takes ~75 ms. Blocking;
 /// the server runs it on the blocking pool while it opens its stores.
 ///
 /// cl100k_base (gpt-4 and gpt-3.5 only) is left to its first use: its tables
 /// take ~35 MB of memory that most deployments never need.
 pub fn warm_up() {
-    let sample = "{\"warm\": \"up\"}\nERROR password=hunter2 at https://user:pw@example.com/\n";
+    // Beyond ASCII too: the pre-tokenizer's Unicode classes are built at first use.
+    let sample =
+        "{\"warm\": \"up — café\"}\nERROR password=hunter2 at https://user:pw@example.com/\n";
     tokens::stream::CONTENT_ENCODING.count(sample);
     let (redacted, _) = redact::redact_text(sample);
     let facts = summary::SummaryFacts {

@@ -1,14 +1,12 @@
-//! Exact counts without the regex engine on the common case: ASCII text.
+//! Exact counts without the regex engine: pieces split by hand
+//! ([`super::pieces`]) and the BPE counts of short pieces remembered.
 //!
 //! bpe-openai pre-tokenizes with a Unicode regex (one anchored search per
 //! piece) and then runs a fresh BPE encoder, with its allocations, on every
-//! piece. For ASCII text the pre-tokenizer regexes of o200k_base and
-//! cl100k_base reduce to a few byte classes, so [`next_piece`] splits exactly
-//! as they do with a hand-written scan, and [`piece_count`] remembers the BPE
-//! count of short pieces (words, punctuation, indentation), which repeat all
-//! through logs, code and prose. Text that is not ASCII is cut at places
-//! where the pre-tokenizer cuts anyway ([`super::stream::last_safe_cut`]):
-//! its ASCII stretches take this path, the rest goes through bpe-openai.
+//! piece. Here [`next_piece`] splits exactly as the regex does with a
+//! hand-written scan, and [`piece_count`] remembers the BPE count of short
+//! pieces (words, punctuation, indentation), which repeat all through logs,
+//! code and prose, and of runs of spaces (deep indentation, aligned columns).
 //!
 //! The tests compare every count with bpe-openai's own on random ASCII
 //! (every byte value below 128), on mixed Unicode text and on the reference
@@ -16,46 +14,14 @@
 
 use std::cell::RefCell;
 use std::sync::LazyLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::Encoding;
-use super::stream::last_safe_cut;
+use super::pieces::next_piece;
 
 /// Tokens of `text` with `encoding`: the same figure as bpe-openai's count.
 pub(super) fn count(encoding: Encoding, text: &str) -> usize {
-    let bytes = text.as_bytes();
-    let mut total = 0;
-    let mut start = 0;
-    while start < bytes.len() {
-        let rest = &bytes[start..];
-        let Some(first_wide) = rest.iter().position(|b| !b.is_ascii()) else {
-            return total + count_ascii(encoding, rest);
-        };
-        // ASCII up to the last cut before the first wide character...
-        let cut = last_safe_cut(&rest[..first_wide]).unwrap_or(0);
-        total += count_ascii(encoding, &rest[..cut]);
-        // ...and the stretch from there to the next cut after it, through the library.
-        let next = next_safe_cut(rest, first_wide).unwrap_or(rest.len());
-        // Cuts fall before ASCII bytes, hence on character boundaries.
-        let Some(stretch) = text.get(start + cut..start + next) else {
-            return encoding.tokenizer().count(text);
-        };
-        total += encoding.tokenizer().count(stretch);
-        start += next;
-    }
-    total
-}
-
-/// The first place after `from` where the pre-tokenizer cuts anyway (see
-/// [`last_safe_cut`]).
-fn next_safe_cut(bytes: &[u8], from: usize) -> Option<usize> {
-    memchr::memchr_iter(b'\n', &bytes[from..])
-        .map(|newline| from + newline + 1)
-        .find(|&cut| bytes.get(cut).is_some_and(u8::is_ascii_alphanumeric))
-}
-
-/// Tokens of ASCII `text`.
-fn count_ascii(encoding: Encoding, text: &[u8]) -> usize {
+    let text = text.as_bytes();
     let mut total = 0;
     let mut start = 0;
     while start < text.len() {
@@ -96,6 +62,14 @@ thread_local! {
     static LONG: RefCell<LongTable> = const { RefCell::new(None) };
 }
 
+/// Longest run of spaces whose count [`SPACES`] keeps.
+const SPACES_MAX: usize = 256;
+
+/// BPE counts of runs of spaces longer than [`LONG_MAX`] by length, per
+/// encoding (0: not counted yet): deep indentation and aligned columns.
+static SPACES: [[AtomicU32; SPACES_MAX + 1]; 2] =
+    [const { [const { AtomicU32::new(0) }; SPACES_MAX + 1] }; 2];
+
 /// The slot of `key` in a table of `slots` entries (a power of two).
 fn slot_of(key: u64, slots: usize) -> usize {
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - slots.trailing_zeros())) as usize
@@ -120,6 +94,16 @@ fn piece_count(encoding: Encoding, piece: &[u8]) -> usize {
         return count;
     }
     if piece.len() > LONG_MAX {
+        if piece.len() <= SPACES_MAX && piece.iter().all(|&b| b == b' ') {
+            let slot = &SPACES[usize::from(cl100k)][piece.len()];
+            let held = slot.load(Ordering::Relaxed);
+            if held != 0 {
+                return held as usize;
+            }
+            let count = bpe.count(piece);
+            slot.store(u32::try_from(count).unwrap_or(0), Ordering::Relaxed);
+            return count;
+        }
         return bpe.count(piece);
     }
     let mut bytes = [0u8; 16];
@@ -138,115 +122,6 @@ fn piece_count(encoding: Encoding, piece: &[u8]) -> usize {
     })
 }
 
-// Byte classes of the pre-tokenizer regexes, restricted to ASCII: \p{L} is
-// [A-Za-z] (\p{Lt}, \p{Lm}, \p{Lo} and \p{M} have no ASCII members), \p{N}
-// is [0-9] and \s is Unicode White_Space: tab, LF, VT, FF, CR and space.
-
-fn is_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
-}
-
-fn is_newline(b: u8) -> bool {
-    b == b'\r' || b == b'\n'
-}
-
-/// `[^\s\p{L}\p{N}]`: punctuation, symbols and control characters.
-fn is_other(b: u8) -> bool {
-    !b.is_ascii_alphanumeric() && !is_space(b)
-}
-
-/// `[^\r\n\p{L}\p{N}]`: what may stand before a word.
-fn is_prefix(b: u8) -> bool {
-    !b.is_ascii_alphanumeric() && !is_newline(b)
-}
-
-/// The end of the run of bytes matching `class` from `at`.
-fn run(text: &[u8], at: usize, class: impl Fn(u8) -> bool) -> usize {
-    text[at..]
-        .iter()
-        .position(|&b| !class(b))
-        .map_or(text.len(), |n| at + n)
-}
-
-/// The end of the piece that starts at `at` (< `text.len()`), as the
-/// encoding's pre-tokenizer regex splits ASCII text. The regexes are tried
-/// as the regex engine does (leftmost-first: the first alternative that
-/// matches wins, each quantifier greedy); see bpe-openai's patterns:
-///
-/// o200k_base: `[^\r\n\p{L}\p{N}]?[\p{Lu}…]*[\p{Ll}…]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
-/// | `[^\r\n\p{L}\p{N}]?[\p{Lu}…]+[\p{Ll}…]*(?i:'s|…)?` | `\p{N}{1,3}`
-/// | ` ?[^\s\p{L}\p{N}]+[\r\n/]*` | `\s*[\r\n]+` | `\s+$`, then `\s+\s` less
-/// its last character, then `\s+`.
-///
-/// cl100k_base: `(?i:'s|'t|'re|'ve|'m|'ll|'d)` | `[^\r\n\p{L}\p{N}]?\p{L}+`
-/// | `\p{N}{1,3}` | ` ?[^\s\p{L}\p{N}]+[\r\n]*` | the same whitespace rules.
-fn next_piece(encoding: Encoding, text: &[u8], at: usize) -> usize {
-    let first = text[at];
-    if encoding == Encoding::Cl100kBase && first == b'\'' {
-        let end = contraction(text, at);
-        if end > at {
-            return end;
-        }
-    }
-    // A word, with one character before it that is no letter, digit or line end.
-    let word = if is_prefix(first) && text.get(at + 1).is_some_and(u8::is_ascii_alphabetic) {
-        at + 1
-    } else {
-        at
-    };
-    if text[word].is_ascii_alphabetic() {
-        return match encoding {
-            // Capitals, then lower case, then an English contraction.
-            Encoding::O200kBase => {
-                let upper = run(text, word, |b| b.is_ascii_uppercase());
-                contraction(text, run(text, upper, |b| b.is_ascii_lowercase()))
-            }
-            Encoding::Cl100kBase => run(text, word, |b| b.is_ascii_alphabetic()),
-        };
-    }
-    if first.is_ascii_digit() {
-        return run(text, at, |b| b.is_ascii_digit()).min(at + 3);
-    }
-    // Punctuation, after at most one space, with the line ends (and in o200k_base slashes) after it.
-    let marks = if first == b' ' && text.get(at + 1).is_some_and(|&b| is_other(b)) {
-        at + 1
-    } else {
-        at
-    };
-    if is_other(text[marks]) {
-        let end = run(text, marks, is_other);
-        return match encoding {
-            Encoding::O200kBase => run(text, end, |b| is_newline(b) || b == b'/'),
-            Encoding::Cl100kBase => run(text, end, is_newline),
-        };
-    }
-    // Whitespace: through its last line end; else all of it at the end of
-    // the text; else all but its last character (left to lead the next
-    // piece); else the one character.
-    let end = run(text, at, is_space);
-    if let Some(last_newline) = text[at..end].iter().rposition(|&b| is_newline(b)) {
-        return at + last_newline + 1;
-    }
-    if end == text.len() || end - at == 1 {
-        return end;
-    }
-    end - 1
-}
-
-/// The end of `(?i:'s|'t|'re|'ve|'m|'ll|'d)` at `at`, or `at` when there is none.
-fn contraction(text: &[u8], at: usize) -> usize {
-    let lower = |i: usize| text.get(i).map(u8::to_ascii_lowercase);
-    if text.get(at) != Some(&b'\'') {
-        return at;
-    }
-    match lower(at + 1) {
-        Some(b's' | b't' | b'm' | b'd') => at + 2,
-        Some(b'r' | b'v') if lower(at + 2) == Some(b'e') => at + 3,
-        Some(b'l') if lower(at + 2) == Some(b'l') => at + 3,
-        _ => at,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -254,25 +129,6 @@ mod tests {
     use super::*;
 
     const ENCODINGS: [Encoding; 2] = [Encoding::O200kBase, Encoding::Cl100kBase];
-
-    /// The pieces of ASCII `text` by [`next_piece`].
-    fn pieces(encoding: Encoding, text: &str) -> Vec<&str> {
-        let mut out = Vec::new();
-        let mut start = 0;
-        while start < text.len() {
-            let end = next_piece(encoding, text.as_bytes(), start);
-            out.push(&text[start..end]);
-            start = end;
-        }
-        out
-    }
-
-    fn assert_same_split(text: &str) {
-        for encoding in ENCODINGS {
-            let library: Vec<&str> = encoding.tokenizer().split(text).collect();
-            assert_eq!(pieces(encoding, text), library, "{encoding:?} on {text:?}");
-        }
-    }
 
     fn assert_same_count(text: &str) {
         for encoding in ENCODINGS {
@@ -285,7 +141,7 @@ mod tests {
     }
 
     #[test]
-    fn the_split_of_tricky_ascii_equals_the_regex_split() {
+    fn counts_of_tricky_ascii_equal_the_library() {
         for text in [
             "Hello World",
             "HELLO world's THEY'RE we'LL I'd 'sam' 'S",
@@ -301,7 +157,6 @@ mod tests {
             " ",
             "x",
         ] {
-            assert_same_split(text);
             assert_same_count(text);
         }
     }
@@ -316,27 +171,36 @@ mod tests {
         assert_same_count("");
     }
 
+    #[test]
+    fn runs_of_spaces_count_as_the_library_again_and_again() {
+        // Counted once, then remembered: the second pass reads the memo.
+        for _ in 0..2 {
+            for n in [16, 17, 31, 64, 255, 256, 257, 600] {
+                let text = format!("{{\n{}\"key\": 1\n{}x", " ".repeat(n), " ".repeat(n + 1));
+                assert_same_count(&text);
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
         #[test]
-        fn random_ascii_splits_and_counts_as_the_library(text in "[\\x00-\\x7f]{0,200}") {
-            assert_same_split(&text);
+        fn random_ascii_counts_as_the_library(text in "[\\x00-\\x7f]{0,200}") {
             assert_same_count(&text);
         }
 
         /// Words, digits, punctuation and whitespace shapes, more like real text.
         #[test]
-        fn random_texty_ascii_splits_as_the_library(
+        fn random_texty_ascii_counts_as_the_library(
             text in "([A-Za-z]{1,8}|[0-9]{1,6}|[ \\t\\r\\n]{1,4}|['/.,:;!(){}\\[\\]\"-]{1,3}|'(s|t|re|ve|m|ll|d|S|LL)){0,60}"
         ) {
-            assert_same_split(&text);
             assert_same_count(&text);
         }
 
         #[test]
         fn random_mixed_text_counts_as_the_library(
-            text in "([a-z]{1,6}|[ \\n]|é|日本|😀|[0-9]{1,4}|[.!/]){0,80}"
+            text in "([a-z]{1,6}|[ \\n]{1,20}|é|日本|😀|[0-9]{1,4}|[.!/]|\\p{L}|\\p{M}|\\p{N}|\\p{Z}){0,80}"
         ) {
             assert_same_count(&text);
         }

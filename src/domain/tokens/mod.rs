@@ -12,8 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
+mod ascii_pieces;
 mod fast;
 pub mod messages;
+mod pieces;
 #[cfg(test)]
 mod reference_tests;
 pub mod stream;
@@ -70,7 +72,7 @@ impl Encoding {
         entry.map(moka::Entry::into_value)
     }
 
-    /// Exact tokens of `text`: bpe-openai's figure, counted faster on ASCII (see [`fast`]).
+    /// Exact tokens of `text`: bpe-openai's figure, counted faster (see [`fast`]).
     pub fn count(self, text: &str) -> usize {
         fast::count(self, text)
     }
