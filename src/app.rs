@@ -115,6 +115,7 @@ impl App {
                 // reader to fill the next frame.
                 parallelism: std::thread::available_parallelism().map_or(2, |n| n.get()) + 2,
                 exact_tokens_max: config.exact_tokens_max_bytes,
+                exact_tokens_after: config.exact_tokens_after_bytes,
             },
             SliceLimits {
                 max_lines: config.max_slice_lines,

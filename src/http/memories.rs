@@ -18,7 +18,7 @@ use super::error::{AppError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::filters::{limit, list_query};
 use super::state::AppState;
-use super::views::{Binary, ListView, MemoryView, PutView, RedactedView};
+use super::views::{Binary, ListView, MemoryView, PutView};
 use crate::domain::memories::ids::IdRef;
 use crate::domain::memories::put;
 use crate::model::{MemoryFilter, PutFields};
@@ -84,12 +84,7 @@ pub async fn put(
         StatusCode::CREATED
     };
     let location = format!("/v1/memories/{}", stored.record.id);
-    let view = PutView {
-        redacted: RedactedView::new(stored.redacted.as_ref()),
-        memory: MemoryView::new(stored.record, state.memories.limits()),
-        deduplicated: stored.deduplicated,
-        tokens_saved: stored.tokens_saved,
-    };
+    let view = PutView::new(stored, state.memories.limits());
     Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
 }
 

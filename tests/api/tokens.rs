@@ -310,3 +310,86 @@ async fn content_over_the_exact_limit_or_not_text_is_estimated() {
     assert_eq!(put["token_method"], "estimate:bytes/4");
     assert_eq!(put["tokens"], 225);
 }
+
+/// Polls the memory `id` until its count is no longer the estimate (5 s at most).
+async fn settled(app: &TestApp, id: &str) -> Value {
+    for _ in 0..100 {
+        let got = app.get(&format!("/v1/memories/{id}")).await.json();
+        if got["token_method"] != "estimate:bytes/4" {
+            return got;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the count of {id} did not settle within 5 s");
+}
+
+#[tokio::test]
+async fn a_large_put_answers_with_the_estimate_and_settles_to_the_exact_count() {
+    let app = spawn_app_with(|c| c.exact_tokens_after_bytes = 1000).await;
+    let text = TEXT.repeat(100);
+    let estimate = (text.len() as u64).div_ceil(4);
+    let put = app.put_raw("", text.clone()).await;
+    assert_eq!(put.status, StatusCode::CREATED, "{put:?}");
+    let put = put.json();
+    assert_eq!(put["token_method"], "estimate:bytes/4");
+    assert_eq!(put["tokens"], estimate);
+    assert_eq!(put["tokens_settling"], true);
+    let summary = put["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("{estimate} tokens (estimate:bytes/4)")),
+        "{summary}"
+    );
+
+    let id = put["id"].as_str().unwrap();
+    let got = settled(&app, id).await;
+    let exact = o200k(&text);
+    assert_eq!(got["tokens"], exact);
+    assert_eq!(got["token_method"], "exact:o200k_base");
+    let summary = got["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("{exact} tokens (exact:o200k_base)")),
+        "{summary}"
+    );
+    assert!(!summary.contains("estimate"), "{summary}");
+    // Listed as it is got.
+    let listed = app.get("/v1/memories").await.json();
+    assert_eq!(listed["memories"][0]["tokens"], exact);
+
+    // The put's saving is accounted once, by the exact count.
+    let saved = exact - o200k(summary);
+    let mut stats = Value::Null;
+    for _ in 0..100 {
+        stats = app.get("/v1/stats").await.json();
+        if stats["tokens_saved"]["put"] != 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(stats["tokens_saved"]["put"], saved, "{stats}");
+
+    // The same content again: the memory's count, made.
+    let again = app.put_raw("", text).await.json();
+    assert_eq!(again["deduplicated"], true);
+    assert_eq!(again["tokens"], exact);
+    assert_eq!(again["tokens_settling"], false);
+}
+
+#[tokio::test]
+async fn content_at_the_size_or_not_text_is_answered_as_counted() {
+    let app = spawn_app_with(|c| c.exact_tokens_after_bytes = 1000).await;
+    let text = "x".repeat(999) + "\n";
+    let put = app.put_raw("", text.clone()).await.json();
+    assert_eq!(put["token_method"], "exact:o200k_base");
+    assert_eq!(put["tokens"], o200k(&text));
+    assert_eq!(put["tokens_settling"], false);
+    // Not text: the estimate, after the answer too.
+    let mut binary: Vec<u8> = TEXT.repeat(100).into_bytes();
+    binary[3000] = 0xff;
+    let put = app.put_raw("", binary.clone()).await.json();
+    assert_eq!(put["tokens_settling"], true);
+    let id = put["id"].as_str().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let got = app.get(&format!("/v1/memories/{id}")).await.json();
+    assert_eq!(got["token_method"], "estimate:bytes/4");
+    assert_eq!(got["tokens"], (binary.len() as u64).div_ceil(4));
+}

@@ -7,11 +7,12 @@ use futures::Stream;
 
 use crate::domain::memories::access::AccessRecorder;
 use crate::domain::memories::ids::{IdRef, MemoryId};
-use crate::domain::memories::ingest::IngestConfig;
+use crate::domain::memories::ingest::{CountLater, IngestConfig};
 use crate::domain::memories::locks::ObjectLocks;
 use crate::domain::memories::read::ObjectReader;
 use crate::domain::memories::read::frame_cache::FrameCache;
 use crate::domain::memories::read::slicing::SliceLimits;
+use crate::domain::memories::settle::{Settle, Settling};
 use crate::domain::redact;
 use crate::domain::summary::jobs::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
 use crate::domain::summary::{self, SUMMARY_CHARS, SummaryFacts};
@@ -32,6 +33,7 @@ pub mod locks;
 pub mod put;
 pub mod read;
 mod reads;
+mod settle;
 pub mod uri;
 
 /// Largest page of a listing.
@@ -49,6 +51,9 @@ pub struct Stored {
     /// Secrets replaced in the content before it was stored; `None` when the
     /// content was not scanned (redaction off, or a binary media type).
     pub redacted: Option<redact::Report>,
+    /// True when `record.tokens` is the estimate for now, its exact count
+    /// under way ([`Memories::put_answering_first`]).
+    pub tokens_settling: bool,
 }
 
 /// What a put would store (see [`Memories::predict`]).
@@ -97,6 +102,8 @@ pub struct Memories {
     /// Told of every new object, for whoever waits on new content (the
     /// search indexer: [`Memories::with_new_objects`]).
     new_objects: Option<Arc<tokio::sync::Notify>>,
+    /// Which puts answering first count after their answer.
+    count_later: CountLater,
 }
 
 impl Memories {
@@ -113,6 +120,7 @@ impl Memories {
             .time_to_live(std::time::Duration::from_secs(2))
             .build();
         Self {
+            count_later: CountLater::new(ingest.exact_tokens_after),
             objects: meta.clone(),
             meta,
             blobs,
@@ -236,13 +244,47 @@ impl Memories {
     }
 
     /// Streams `body` into the store and records the memory in `namespace`.
-    #[tracing::instrument(skip_all, fields(memory.id))]
     pub async fn put<S, E>(
         &self,
         namespace: &str,
         fields: PutFields,
         body: S,
     ) -> Result<Stored, DomainError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
+        E: std::fmt::Display,
+    {
+        Ok(self.store(namespace, fields, body, None).await?.0)
+    }
+
+    /// [`Memories::put`] that answers before the exact count of a content
+    /// over `CAIRN_EXACT_TOKENS_AFTER_BYTES`: the memory then says
+    /// `estimate:bytes/4` ([`Stored::tokens_settling`]) until its count,
+    /// under way, settles it moments later. The handle answers the tokens the
+    /// put saves by the exact count. For a client's own puts: the markers of
+    /// compress and the proxy state their pieces' exact counts at once.
+    pub async fn put_answering_first<S, E>(
+        &self,
+        namespace: &str,
+        fields: PutFields,
+        body: S,
+    ) -> Result<(Stored, Option<Settling>), DomainError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
+        E: std::fmt::Display,
+    {
+        self.store(namespace, fields, body, Some(&self.count_later))
+            .await
+    }
+
+    #[tracing::instrument(skip_all, fields(memory.id))]
+    async fn store<S, E>(
+        &self,
+        namespace: &str,
+        fields: PutFields,
+        body: S,
+        later: Option<&CountLater>,
+    ) -> Result<(Stored, Option<Settling>), DomainError>
     where
         S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
         E: std::fmt::Display,
@@ -257,11 +299,13 @@ impl Memories {
             self.meta.as_ref(),
             &self.locks,
             &self.ingest,
+            later,
         )
         .await?;
         // Held until the metadata commit: GC must not remove the object file before.
         let object_guard = ingested.guard.take();
         let ingested_redacted = ingested.redacted.take();
+        let count_later = ingested.later.take();
         tracing::Span::current().record("memory.id", ingested.id.as_str());
         let object = &ingested.object;
         let facts = SummaryFacts {
@@ -320,12 +364,27 @@ impl Memories {
                 excerpt,
             });
         }
-        Ok(Stored {
+        // Settled unless the memory was there already with its count made.
+        let settling = count_later
+            .filter(|_| outcome.record.token_method == ingested.tokens.method)
+            .map(|later| {
+                let settle = Settle {
+                    meta: self.meta.clone(),
+                    opened: self.opened.clone(),
+                    namespace: namespace.to_owned(),
+                    record: outcome.record.clone(),
+                    summary_chars: self.summary_chars,
+                };
+                tokio::spawn(settle.run(later.start()))
+            });
+        let stored = Stored {
             tokens_saved: outcome.record.tokens.saturating_sub(summary_tokens),
             record: outcome.record,
             deduplicated: !outcome.created,
             redacted: ingested_redacted,
-        })
+            tokens_settling: settling.is_some(),
+        };
+        Ok((stored, settling))
     }
 
     /// Resolves an id or unique prefix within the namespace.

@@ -3,6 +3,8 @@
 //! put counts the same whichever surface it came through; puts the domain
 //! makes for itself (compress pieces, LLM summaries) are not API puts.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use futures::Stream;
 
@@ -11,10 +13,13 @@ use crate::domain::ledger::{Ledger, SavingSource};
 use crate::domain::memories::{Memories, Stored};
 use crate::model::PutFields;
 
-/// Stores `body` as a memory of `namespace` and accounts the put.
+/// Stores `body` as a memory of `namespace` and accounts the put. A large
+/// content's put answers before its exact count
+/// ([`Memories::put_answering_first`]); its saving is accounted once that
+/// count is in.
 pub async fn put<S, E>(
     memories: &Memories,
-    ledger: &Ledger,
+    ledger: &Arc<Ledger>,
     namespace: &str,
     fields: PutFields,
     body: S,
@@ -23,25 +28,32 @@ where
     S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
     E: std::fmt::Display,
 {
-    let stored = memories.put(namespace, fields, body).await?;
-    account(ledger, namespace, &stored).await;
+    let (stored, settling) = memories
+        .put_answering_first(namespace, fields, body)
+        .await?;
+    let put = ledger.record_put(namespace, stored.record.bytes, stored.deduplicated);
+    let kind = stored.record.fields.kind.clone();
+    match settling {
+        None => record_saving(ledger, namespace, &kind, stored.tokens_saved).await,
+        Some(settling) => {
+            let (ledger, namespace, estimated) =
+                (ledger.clone(), namespace.to_owned(), stored.tokens_saved);
+            tokio::spawn(async move {
+                let saved = settling.await.ok().flatten().unwrap_or(estimated);
+                record_saving(&ledger, &namespace, &kind, saved).await;
+            });
+        }
+    }
+    if let Err(e) = put.await {
+        tracing::warn!(error = %e, "could not account a put");
+    }
     Ok(stored)
 }
 
-/// Accounts a client's put: its saving and its bytes for the dedup ratio. A
-/// failure is logged and never fails the put.
-async fn account(ledger: &Ledger, namespace: &str, stored: &Stored) {
-    let saving = ledger.record_saving(
-        namespace,
-        SavingSource::Put,
-        &stored.record.fields.kind,
-        None,
-        stored.tokens_saved,
-    );
-    let put = ledger.record_put(namespace, stored.record.bytes, stored.deduplicated);
-    for result in [saving.await, put.await] {
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "could not account a put");
-        }
+/// Accounts a client's put's saving. A failure is logged and never fails the put.
+async fn record_saving(ledger: &Ledger, namespace: &str, kind: &str, tokens_saved: u64) {
+    let saving = ledger.record_saving(namespace, SavingSource::Put, kind, None, tokens_saved);
+    if let Err(e) = saving.await {
+        tracing::warn!(error = %e, "could not account a put's saving");
     }
 }

@@ -155,6 +155,7 @@ impl Portable {
             self.meta.as_ref(),
             &self.locks,
             &self.ingest,
+            None,
         )
         .await
         .map_err(|e| match e {

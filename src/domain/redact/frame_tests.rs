@@ -145,6 +145,7 @@ fn ingested(
         max_upload_bytes: None,
         parallelism: 3,
         exact_tokens_max: 0,
+        exact_tokens_after: u64::MAX,
     };
     let h = &*HARNESS;
     let ingested = h
@@ -156,6 +157,7 @@ fn ingested(
             &h.meta,
             &ObjectLocks::default(),
             &config,
+            None,
         ))
         .unwrap();
     let object = &ingested.object;

@@ -22,6 +22,7 @@ mod signal;
 mod trace;
 
 pub use detect::Kind;
+pub use render::restate_tokens;
 pub use scan::{FrameScan, scan_frame};
 
 use line_stats::LineStats;

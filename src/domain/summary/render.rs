@@ -4,6 +4,45 @@
 use super::SummaryFacts;
 use super::detect::Kind;
 
+/// `n word` or `n words`.
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// How a summary's first line states a token count: `12 tokens (exact:o200k_base)`.
+fn token_phrase(tokens: u64, method: &str) -> String {
+    format!("{} ({method})", plural(tokens, "token"))
+}
+
+/// `summary` with its first line's count of `before` tokens counted by
+/// `before_method` restated as `tokens` counted by `method` (an estimate
+/// made exact after the put); at most `max_chars` characters, as
+/// [`Doc::render`] cut it. `None` when the first line does not state it.
+pub fn restate_tokens(
+    summary: &str,
+    (before, before_method): (u64, &str),
+    (tokens, method): (u64, &str),
+    max_chars: usize,
+) -> Option<String> {
+    let first_line = summary.find('\n').unwrap_or(summary.len());
+    let old = token_phrase(before, before_method);
+    let at = summary[..first_line].find(&old)?;
+    let mut restated = format!(
+        "{}{}{}",
+        &summary[..at],
+        token_phrase(tokens, method),
+        &summary[at + old.len()..]
+    );
+    if let Some((cut, _)) = restated.char_indices().nth(max_chars) {
+        restated.truncate(cut);
+    }
+    Some(restated)
+}
+
 /// A summary being written.
 pub struct Doc {
     kind: &'static str,
@@ -21,19 +60,11 @@ enum Block {
 impl Doc {
     /// A summary of content of `kind`.
     pub fn new(kind: Kind, facts: &SummaryFacts) -> Self {
-        let plural = |n: u64, word: &str| {
-            if n == 1 {
-                format!("{n} {word}")
-            } else {
-                format!("{n} {word}s")
-            }
-        };
         let facts = format!(
-            "{}, {}, {} ({}) | {}",
+            "{}, {}, {} | {}",
             plural(facts.lines, "line"),
             plural(facts.bytes, "byte"),
-            plural(facts.tokens, "token"),
-            facts.token_method,
+            token_phrase(facts.tokens, &facts.token_method),
             facts.uri
         );
         Self {

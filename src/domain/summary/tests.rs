@@ -461,3 +461,49 @@ fn words_at_the_edges_of_the_scans_windows_count_once() {
     );
     assert!(whole.contains("12 failed or error lines"), "{whole}");
 }
+
+#[test]
+fn a_count_made_exact_after_the_put_is_restated_in_the_summary_alone() {
+    let log = "2026-01-01 INFO start\n2026-01-01 ERROR disk full\n".repeat(400);
+    let estimated = facts(log.as_bytes(), "text/plain");
+    let summary = summarize(log.as_bytes(), &estimated, SUMMARY_CHARS);
+    // Same number of digits: the restated summary is the one the exact count gives.
+    let exact = SummaryFacts {
+        tokens: estimated.tokens - 1000,
+        token_method: "exact:o200k_base".to_owned(),
+        ..estimated.clone()
+    };
+    let restated = restate_tokens(
+        &summary,
+        (estimated.tokens, &estimated.token_method),
+        (exact.tokens, &exact.token_method),
+        SUMMARY_CHARS,
+    );
+    assert_eq!(
+        restated.as_deref(),
+        Some(summarize(log.as_bytes(), &exact, SUMMARY_CHARS).as_str())
+    );
+    // A longer count keeps the cap.
+    let longer = restate_tokens(
+        &summary,
+        (estimated.tokens, &estimated.token_method),
+        (estimated.tokens * 1000, "exact:o200k_base"),
+        summary.chars().count(),
+    )
+    .unwrap();
+    assert_eq!(longer.chars().count(), summary.chars().count());
+    assert!(longer.contains(&format!(
+        "{} tokens (exact:o200k_base)",
+        estimated.tokens * 1000
+    )));
+    // A summary that does not state that count is left alone.
+    assert_eq!(
+        restate_tokens(
+            &summary,
+            (7, "estimate:bytes/4"),
+            (5, "exact:o200k_base"),
+            800
+        ),
+        None
+    );
+}

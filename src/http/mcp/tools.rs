@@ -21,9 +21,7 @@ use crate::http::auth::Caller;
 use crate::http::error::AppError;
 use crate::http::filters::{limit, list_query};
 use crate::http::state::AppState;
-use crate::http::views::{
-    GrepView, MemoryView, PutView, QueryView, RedactedView, SearchView, SliceView, StatsView,
-};
+use crate::http::views::{GrepView, PutView, QueryView, SearchView, SliceView, StatsView};
 
 /// What the server tells a model about itself at `initialize`.
 const INSTRUCTIONS: &str = "Cairn stores large tool outputs so they need not stay in your context. \
@@ -180,12 +178,7 @@ impl CairnTools {
         let content = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(content))]);
         let (memories, ledger) = (&self.state.memories, &self.state.ledger);
         let stored = put::put(memories, ledger, &caller.namespace, fields, content).await?;
-        Ok(PutView {
-            redacted: RedactedView::new(stored.redacted.as_ref()),
-            memory: MemoryView::new(stored.record, self.state.memories.limits()),
-            deduplicated: stored.deduplicated,
-            tokens_saved: stored.tokens_saved,
-        })
+        Ok(PutView::new(stored, self.state.memories.limits()))
     }
 }
 

@@ -94,8 +94,26 @@ pub struct PutView {
     pub deduplicated: bool,
     /// Tokens saved by keeping the summary and pointer instead of the content.
     pub tokens_saved: u64,
+    /// True when `tokens` is the bytes/4 estimate for now: the content is
+    /// over `CAIRN_EXACT_TOKENS_AFTER_BYTES`, and its exact count, under way,
+    /// replaces the estimate (and the summary's figure) moments after this
+    /// answer; `GET /v1/memories/{id}` then shows it.
+    pub tokens_settling: bool,
     /// Secrets replaced by `[REDACTED:<kind>]` before the content was stored.
     pub redacted: RedactedView,
+}
+
+impl PutView {
+    /// The answer to a put that stored `stored`.
+    pub fn new(stored: crate::domain::memories::Stored, limits: &SliceLimits) -> Self {
+        Self {
+            redacted: RedactedView::new(stored.redacted.as_ref()),
+            memory: MemoryView::new(stored.record, limits),
+            deduplicated: stored.deduplicated,
+            tokens_saved: stored.tokens_saved,
+            tokens_settling: stored.tokens_settling,
+        }
+    }
 }
 
 /// What redaction replaced in a put's content.

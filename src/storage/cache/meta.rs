@@ -25,7 +25,7 @@ use crate::storage::meta::{
     FrameWords, ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery,
     MemoryRecord, MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord,
     ObjectStore, ObjectSummary, PendingObject, PruneOrder, PutOutcome, RetentionRow, SearchIndex,
-    SearchRow, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    SearchRow, SettledTokens, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// How long a removed object's tombstone keeps fills of its record out: far
@@ -119,6 +119,10 @@ impl MemoryStore for CachedMetaStore {
 
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {
         self.inner.record_access(updates).await
+    }
+
+    async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError> {
+        self.inner.settle_tokens(settled).await
     }
 
     async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {

@@ -28,7 +28,7 @@ pub use ledger_rows::{
 };
 pub use records::{
     AccessUpdate, FrameEntry, ImportedMemory, Layout, ListQuery, MemoryFields, MemoryRecord,
-    NewMemory, ObjectLease, ObjectRecord, PAGE_BYTES, PageEntry, PutOutcome,
+    NewMemory, ObjectLease, ObjectRecord, PAGE_BYTES, PageEntry, PutOutcome, SettledTokens,
 };
 pub use search_rows::{
     FrameBatch, FrameLines, FrameWords, IndexLag, IndexedFrame, PendingObject, SearchRow,
@@ -54,6 +54,9 @@ pub trait MemoryStore: Send + Sync {
     async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError>;
     /// Adds batched read statistics.
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError>;
+    /// Sets the exact count (and the summary stating it) of a memory still
+    /// counted by `settled.estimated_method`; false when there is no such memory.
+    async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError>;
     /// Restores an archived memory with its original metadata, in one
     /// transaction; false (and nothing written) when the namespace has it already.
     async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError>;

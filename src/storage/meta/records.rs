@@ -221,6 +221,25 @@ impl ImportedMemory {
     }
 }
 
+/// A memory's exact token count, found after its put was answered with the
+/// estimate, and its summary restated with it.
+#[derive(Clone, Debug)]
+pub struct SettledTokens {
+    /// The memory's namespace.
+    pub namespace: String,
+    /// The memory's id.
+    pub id: String,
+    /// How the put counted (the estimate's method): a memory counted
+    /// otherwise since is left as it is.
+    pub estimated_method: String,
+    /// The exact count.
+    pub tokens: u64,
+    /// How it was counted.
+    pub token_method: String,
+    /// The summary stating it.
+    pub summary: String,
+}
+
 /// Result of a put at the metadata level.
 #[derive(Clone, Debug)]
 pub struct PutOutcome {

@@ -43,6 +43,7 @@ async fn stored_open(
         max_upload_bytes: None,
         parallelism: 2,
         exact_tokens_max: 0,
+        exact_tokens_after: u64::MAX,
     };
     let body = futures::stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(content))]);
     let ingested = ingest(
@@ -52,6 +53,7 @@ async fn stored_open(
         &meta,
         &ObjectLocks::default(),
         &config,
+        None,
     )
     .await
     .unwrap();

@@ -7,6 +7,10 @@
 //! the assembler takes it, in pieces that run on every core, while later
 //! frames are still being read, compressed and hashed. The sum is the count
 //! of one pass (see [`crate::domain::tokens::stream`]).
+//!
+//! A put that may answer before its count ([`super::CountLater`]) keeps its
+//! frames instead, so that none of its CPU goes to counting before the
+//! answer; they are then counted after it, or now if there is no room.
 
 use std::ops::Range;
 
@@ -31,16 +35,21 @@ pub(super) struct Counting {
     parts: Option<Vec<JoinHandle<Option<u64>>>>,
     /// Bytes after the last safe cut, waiting for the next frame.
     carry: Vec<u8>,
+    /// The frames kept for a count after the answer (`None`: counted as
+    /// they come).
+    kept: Option<Vec<Bytes>>,
 }
 
 impl Counting {
     /// Nothing counted yet; content over `max` bytes gets the estimate.
-    pub(super) fn new(max: u64) -> Self {
+    /// With `keep`, frames are kept rather than counted as they come.
+    pub(super) fn new(max: u64, keep: bool) -> Self {
         Self {
             max,
             bytes: 0,
             parts: Some(Vec::new()),
             carry: Vec::new(),
+            kept: keep.then(Vec::new),
         }
     }
 
@@ -50,7 +59,17 @@ impl Counting {
         if self.bytes > self.max {
             self.parts = None;
             self.carry = Vec::new();
+            self.kept = None;
         }
+        if let Some(kept) = &mut self.kept {
+            kept.push(frame.clone());
+            return;
+        }
+        self.start(frame);
+    }
+
+    /// Counts what can be of `frame` on the blocking pool.
+    fn start(&mut self, frame: &Bytes) {
         let Some(parts) = &mut self.parts else {
             return;
         };
@@ -77,9 +96,25 @@ impl Counting {
         self.carry = text[cut..].to_vec();
     }
 
+    /// The frames kept for a count after the answer, if they were kept and
+    /// the count may come out exact (whether it is text shows at the end).
+    pub(super) fn kept(&self) -> Option<&[Bytes]> {
+        self.kept.as_deref().filter(|_| self.parts.is_some())
+    }
+
+    /// Content up to this size is counted exactly.
+    pub(super) fn max(&self) -> u64 {
+        self.max
+    }
+
     /// The count: exact when the content is UTF-8 within the limit, else
     /// the estimate. The exact count joins the shared cache under `digest`.
-    pub(super) async fn finish(self, digest: [u8; 32]) -> Result<ContentTokens, DomainError> {
+    pub(super) async fn finish(mut self, digest: [u8; 32]) -> Result<ContentTokens, DomainError> {
+        if let Some(kept) = self.kept.take() {
+            for frame in &kept {
+                self.start(frame);
+            }
+        }
         let Some(parts) = self.parts else {
             return Ok(ContentTokens::estimated(self.bytes));
         };
@@ -157,7 +192,7 @@ mod tests {
     }
 
     async fn counted(content: &[u8], frame: usize, max: u64) -> ContentTokens {
-        let mut counting = Counting::new(max);
+        let mut counting = Counting::new(max, frame % 2 == 1);
         for chunk in content.chunks(frame.max(1)) {
             counting.add(&Bytes::copy_from_slice(chunk));
         }

@@ -28,6 +28,9 @@ use crate::storage::meta::{FrameEntry, Layout, MetaStore, ObjectRecord};
 mod counting;
 mod frames;
 mod hashing;
+mod later;
+
+pub use self::later::{CountLater, Later, Pending};
 
 use self::hashing::Hashing;
 
@@ -49,6 +52,9 @@ pub struct IngestConfig {
     pub parallelism: usize,
     /// Content up to this size gets an exact token count (larger: estimated).
     pub exact_tokens_max: u64,
+    /// A put answering first counts content over this size after its
+    /// answer ([`CountLater`]).
+    pub exact_tokens_after: u64,
 }
 
 /// An ingested content: its object (stored, unless inline) and summary input.
@@ -67,6 +73,9 @@ pub struct Ingested {
     /// Secrets replaced in the content before it was stored; `None` when it
     /// was not scanned.
     pub redacted: Option<Report>,
+    /// The exact count to make after the answer when `tokens` is the
+    /// estimate for now (see [`CountLater`]).
+    pub later: Option<Pending>,
 }
 
 /// Where compressed frames go: memory first, a blob once they outgrow inline size.
@@ -119,13 +128,14 @@ pub async fn ingest<S, E>(
     meta: &dyn MetaStore,
     locks: &ObjectLocks,
     config: &IngestConfig,
+    later: Option<&CountLater>,
 ) -> Result<Ingested, DomainError>
 where
     S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
     E: std::fmt::Display,
 {
     let (jobs, mut ready) = tokio::sync::mpsc::channel(config.parallelism.max(1));
-    let mut assembly = Assembly::new(config, blobs, meta, locks);
+    let mut assembly = Assembly::new(config, blobs, meta, locks, later.is_some());
     // `async move` takes the receiver: when assembly fails, the receiver is
     // dropped with it and the reader's next send fails instead of waiting.
     let assembly_ref = &mut assembly;
@@ -167,7 +177,7 @@ where
         return Ok(ingested);
     }
     let report = assembled?;
-    let mut ingested = assembly.finish().await?;
+    let mut ingested = assembly.finish(later).await?;
     ingested.redacted = redact.then_some(report);
     Ok(ingested)
 }
@@ -300,6 +310,7 @@ fn raw(content: Bytes, exact_tokens_max: u64) -> Ingested {
         tokens: content_tokens(&[&content], None, exact_tokens_max),
         guard: None,
         redacted: None,
+        later: None,
     }
 }
 
@@ -309,11 +320,13 @@ pub fn line_count(newlines: u64, last_byte: Option<u8>) -> u64 {
 }
 
 impl<'a> Assembly<'a> {
+    /// With `keep`, the frames are kept for a count after the answer.
     fn new(
         config: &'a IngestConfig,
         blobs: &'a dyn BlobStore,
         meta: &'a dyn MetaStore,
         locks: &'a ObjectLocks,
+        keep: bool,
     ) -> Self {
         Self {
             config,
@@ -329,7 +342,7 @@ impl<'a> Assembly<'a> {
             last_byte: None,
             summary: SummaryBuilder::default(),
             sink: Sink::Memory(Vec::new()),
-            counting: Counting::new(config.exact_tokens_max),
+            counting: Counting::new(config.exact_tokens_max, keep),
         }
     }
 
@@ -387,8 +400,9 @@ impl<'a> Assembly<'a> {
         Ok(())
     }
 
-    /// Appends the seek table and makes the object durable.
-    async fn finish(self) -> Result<Ingested, DomainError> {
+    /// Appends the seek table and makes the object durable; with room in
+    /// `later` for its count, answers the estimate and leaves the count under way.
+    async fn finish(self, later: Option<&CountLater>) -> Result<Ingested, DomainError> {
         let digest = self.hashing.finish().await?.finalize();
         let id = MemoryId::from_digest(&digest);
         let table = seekable::seek_table(&self.table);
@@ -422,9 +436,18 @@ impl<'a> Assembly<'a> {
                 }
             })
         };
-        let (tokens, stored) = tokio::join!(counting.finish(digest.into()), store);
+        let (len, digest) = (self.content_len, <[u8; 32]>::from(digest));
+        let later = later
+            .zip(counting.kept())
+            .and_then(|(later, kept)| later.reserve(kept, len, digest, counting.max()));
+        let (tokens, stored) = match later {
+            Some(_) => (ContentTokens::estimated(len), store.await),
+            None => {
+                let (tokens, stored) = tokio::join!(counting.finish(digest), store);
+                (tokens?, stored)
+            }
+        };
         let (layout, data, guard) = stored?;
-        let tokens = tokens?;
         Ok(Ingested {
             object: ObjectRecord {
                 hash: id.as_str().to_owned(),
@@ -440,6 +463,7 @@ impl<'a> Assembly<'a> {
             tokens,
             guard,
             redacted: None,
+            later,
         })
     }
 }

@@ -75,6 +75,7 @@ async fn stored(dir: &tempfile::TempDir, content: &[u8]) -> (Arc<Counting>, Arc<
         max_upload_bytes: None,
         parallelism: 2,
         exact_tokens_max: 0,
+        exact_tokens_after: u64::MAX,
     };
     let body = futures::stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(content))]);
     let ingested = ingest(
@@ -84,6 +85,7 @@ async fn stored(dir: &tempfile::TempDir, content: &[u8]) -> (Arc<Counting>, Arc<
         &meta,
         &ObjectLocks::default(),
         &config,
+        None,
     )
     .await
     .unwrap();

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::super::{FrameEntry, Layout, ListQuery, MetaStore, PageEntry};
+use super::super::{FrameEntry, Layout, ListQuery, MetaStore, PageEntry, SettledTokens};
 use super::{list_query, raw_put};
 
 /// Racing puts of one content make one memory and one object.
@@ -57,6 +57,50 @@ pub(in crate::storage::meta) async fn a_second_put_merges_its_fields_into_the_me
     // A put without a time to live makes it never expire.
     let r = store.put(raw_put("a", "content", 3_000)).await.unwrap();
     assert_eq!(r.record.expires_at, None);
+}
+
+/// An exact count settled after the put replaces the estimate of that
+/// namespace's memory, once, and nothing else.
+pub(in crate::storage::meta) async fn a_settled_count_replaces_the_estimate_of_that_memory_only(
+    store: Arc<dyn MetaStore>,
+) {
+    let put = raw_put("a", "content", 1_000);
+    let id = store.put(put.clone()).await.unwrap().record.id;
+    store.put(raw_put("b", "content", 1_000)).await.unwrap();
+    let settled = SettledTokens {
+        namespace: "a".into(),
+        id: id.clone(),
+        estimated_method: put.token_method.clone(),
+        tokens: 2,
+        token_method: "exact:o200k_base".into(),
+        summary: "s, exactly".into(),
+    };
+    assert!(store.settle_tokens(settled.clone()).await.unwrap());
+    let got = store.get("a", &id).await.unwrap().unwrap();
+    assert_eq!(
+        (got.tokens, got.token_method.as_str()),
+        (2, "exact:o200k_base")
+    );
+    assert_eq!(got.summary, "s, exactly");
+    // The other namespace's memory of the same content keeps its estimate.
+    let other = store.get("b", &id).await.unwrap().unwrap();
+    assert_eq!(
+        (other.tokens, other.token_method.as_str()),
+        (3, "estimate:bytes/4")
+    );
+    // Settled once: a count that is no longer the estimate is left alone,
+    // and a memory that is not there is no memory settled.
+    let again = SettledTokens {
+        tokens: 9,
+        ..settled.clone()
+    };
+    assert!(!store.settle_tokens(again).await.unwrap());
+    assert_eq!(store.get("a", &id).await.unwrap().unwrap().tokens, 2);
+    let gone = SettledTokens {
+        namespace: "c".into(),
+        ..settled
+    };
+    assert!(!store.settle_tokens(gone).await.unwrap());
 }
 
 /// Listing by fields and time, paging, prefixes, deletes, totals.

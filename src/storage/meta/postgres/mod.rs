@@ -18,7 +18,7 @@ use super::fulltext::FullText;
 use super::sql::search::blocking;
 use super::sql::{self, Backend, Dialect, Reads, SharedReads, memory_select};
 use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, ObjectLease, PutOutcome};
-use super::{Expr, LedgerBatch};
+use super::{Expr, LedgerBatch, SettledTokens};
 use super::{FrameBatch, FrameWords, IndexLag, PendingObject, SearchRow};
 use crate::storage::StorageError;
 use feed::Feed;
@@ -113,6 +113,22 @@ impl Backend for PgMetaStore {
 
     async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError> {
         puts::delete(self.read.pool(), namespace, id).await
+    }
+
+    async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError> {
+        let done = sqlx::query(
+            "UPDATE memories SET tokens = $1, token_method = $2, summary = $3 \
+             WHERE namespace = $4 AND id = $5 AND token_method = $6",
+        )
+        .bind(i64::try_from(settled.tokens).unwrap_or(i64::MAX))
+        .bind(&settled.token_method)
+        .bind(&settled.summary)
+        .bind(&settled.namespace)
+        .bind(&settled.id)
+        .bind(&settled.estimated_method)
+        .execute(self.read.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
     }
 
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError> {

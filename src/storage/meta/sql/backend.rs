@@ -15,7 +15,7 @@ use crate::storage::meta::{
     FrameWords, ImportedMemory, IndexLag, LedgerBatch, LedgerCounter, LedgerStore, ListQuery,
     MemoryRecord, MemoryStore, MetaStore, NamespaceTotals, NewMemory, ObjectLease, ObjectRecord,
     ObjectStore, ObjectSummary, PendingObject, PruneOrder, PutOutcome, RetentionRow, SearchIndex,
-    SearchRow, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
+    SearchRow, SettledTokens, StoreTotals, UnreferencedObject, UsageQuery, UsageRow,
 };
 
 /// What one SQL backend does its own way; each method is the role method
@@ -33,6 +33,8 @@ pub(in crate::storage::meta) trait Backend: Send + Sync {
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError>;
     /// See [`MemoryStore::import_memory`].
     async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError>;
+    /// See [`MemoryStore::settle_tokens`].
+    async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError>;
     /// See [`ObjectStore::mark_corrupt`].
     async fn mark_corrupt(&self, hash: &str, detail: &str) -> Result<u64, StorageError>;
     /// See [`ObjectStore::lease_object`]: `None` unless other processes share the store.
@@ -112,6 +114,10 @@ impl<B: Backend> MemoryStore for B {
 
     async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
         Backend::import_memory(self, memory).await
+    }
+
+    async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError> {
+        Backend::settle_tokens(self, settled).await
     }
 }
 

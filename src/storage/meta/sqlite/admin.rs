@@ -7,6 +7,27 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::writer::AdminWrite;
+use crate::storage::meta::SettledTokens;
+
+/// Sets a memory's settled token count ([`SettledTokens`]).
+pub(super) fn settle_tokens(settled: SettledTokens) -> AdminWrite {
+    Arc::new(move |conn: &Connection| {
+        let settled_rows = conn
+            .prepare_cached(
+                "UPDATE memories SET tokens = ?1, token_method = ?2, summary = ?3 \
+                 WHERE namespace = ?4 AND id = ?5 AND token_method = ?6",
+            )?
+            .execute((
+                i64::try_from(settled.tokens).unwrap_or(i64::MAX),
+                &settled.token_method,
+                &settled.summary,
+                &settled.namespace,
+                &settled.id,
+                &settled.estimated_method,
+            ))?;
+        Ok(settled_rows as u64)
+    })
+}
 
 /// Deletes the unpinned memories among `ids` of `namespace`.
 pub(super) fn remove_memories(namespace: String, ids: Vec<String>) -> AdminWrite {

@@ -22,7 +22,7 @@ use super::MemoryStore;
 use super::fulltext::FullText;
 use super::sql::search::blocking;
 use super::sql::{self, Backend, Dialect, Reads, SharedReads, memory_select};
-use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, PutOutcome};
+use super::{AccessUpdate, ImportedMemory, ListQuery, NewMemory, PutOutcome, SettledTokens};
 use super::{Expr, FrameBatch, FrameWords, IndexLag, PendingObject, SearchRow};
 use crate::storage::StorageError;
 use writer::WriteCommand;
@@ -166,6 +166,11 @@ impl Backend for SqliteMetaStore {
             object_created: written.new_object,
             record,
         })
+    }
+
+    async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError> {
+        let write = admin::settle_tokens(settled);
+        Ok(self.send(|reply| WriteCommand::Admin(write, reply)).await? > 0)
     }
 
     async fn delete(&self, namespace: &str, id: &str) -> Result<bool, StorageError> {
