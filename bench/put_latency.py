@@ -6,7 +6,7 @@ FilesystemBackend writing the file), in the same run, alternating.
 
 Each put is new content (a test run's log with a per-put run id), sent as the
 raw body on one kept-alive connection, as an agent's client sends it; the
-answer is the stored memory (id, exact token count, summary), so the time is
+answer is the stored memory (id, token count, summary), so the time is
 what an agent waits for before it can drop the output from its context.
 deepagents (`pip install deepagents`) writes the same text to a file under a
 temporary directory with `FilesystemBackend.write`, which is what its
@@ -107,7 +107,10 @@ def measure(binary, extra, rounds, gap, backend):
                 t = time.perf_counter()
                 answer = cairn_put(conn, body)
                 cairn.append((time.perf_counter() - t) * 1000)
-                methods.add(answer.get("token_method"))
+                method = answer.get("token_method")
+                if answer.get("tokens_settling"):
+                    method = f"{method} in the answer, exact after it"
+                methods.add(method)
                 if backend is not None:
                     text = body.decode()
                     t = time.perf_counter()
@@ -164,7 +167,7 @@ def main():
     text = (f"<!-- put_latency -->\n## Put latency: a tool output stored, beside deepagents' file write\n\n"
             f"`python3 bench/put_latency.py target/release/cairn --rounds {args.rounds}` — each put new "
             f"content (a test run's log), the raw body on one kept-alive connection, one put every "
-            f"{args.gap_ms} ms at most; the answer carries the memory's id, token count and summary. "
+            f"{args.gap_ms} ms at most; the answer carries the memory's id, token count (over `CAIRN_EXACT_TOKENS_AFTER_BYTES`, 128 KiB, the estimate, made exact right after the answer) and summary. "
             f"deepagents {'(' + deepagents_version() + ') ' if backend else ''}writes the same text with "
             f"`FilesystemBackend.write` in the benchmark's process, as its large-result eviction does. "
             f"Release build, SQLite and local files, durable (fsync before the answer), "

@@ -17,6 +17,13 @@ mod shared {
 
 use shared::generate;
 
+/// The allocator the `cairn` binary ships with (src/main.rs, with the
+/// settings of .cargo/config.toml), so that the proxy measured here
+/// allocates as the served one does.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
