@@ -60,6 +60,50 @@ fn json(out: &Output) -> serde_json::Value {
 }
 
 #[test]
+fn a_large_put_says_its_count_is_the_estimate_until_it_settles() {
+    let server = start();
+    let url = &server.url;
+    let large = log_lines(5_000); // ~340 KB, over CAIRN_EXACT_TOKENS_AFTER_BYTES
+    let put = cli(url, &["put", "--stdin"], Some(&large));
+    assert!(
+        put.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put.stderr)
+    );
+    let first = String::from_utf8_lossy(&put.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(
+        first.ends_with("tokens (estimated; the exact count follows)"),
+        "{first}"
+    );
+    let id = first
+        .trim_start_matches("mem://")
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let summary = cli(url, &["fetch", &id, "--summary-only"], None);
+        if String::from_utf8_lossy(&summary.stdout).contains("(exact:o200k_base)") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the count never settled");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let small = cli(url, &["put", "--stdin"], Some(&log_lines(100)));
+    let first = String::from_utf8_lossy(&small.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(first.ends_with(" tokens"), "{first}");
+}
+
+#[test]
 fn put_a_50_mb_pipe_then_fetch_lines_list_stats_and_errors() {
     let server = start();
     let url = &server.url;

@@ -92,8 +92,14 @@ pub async fn run(a: PutArgs) -> Result<(), CliError> {
         } else {
             ""
         };
+        // A large put answers before its exact count: say the figure is the estimate.
+        let settling = if v["tokens_settling"].as_bool() == Some(true) {
+            " (estimated; the exact count follows)"
+        } else {
+            ""
+        };
         println!(
-            "{}  {} bytes, {} lines, {} tokens{dedup}",
+            "{}  {} bytes, {} lines, {} tokens{settling}{dedup}",
             v["uri"].as_str().unwrap_or_default(),
             v["bytes"],
             v["lines"],
