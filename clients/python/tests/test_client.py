@@ -7,6 +7,7 @@ import io
 import json
 import pathlib
 import tarfile
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -97,6 +98,18 @@ def test_put_bytes_path_file_and_iterators(cairn: Cairn, tmp_path: pathlib.Path)
     assert r["lines"] == 5000
     r2 = cairn.put(iter(["héllo\n", "wörld\n"]))
     assert cairn.read_content(r2["id"]) == "héllo\nwörld\n".encode()
+
+
+def test_a_large_put_answers_with_the_estimate_then_settles(cairn: Cairn) -> None:
+    text = numbered(8000, uniq())  # ~200 KB, over CAIRN_EXACT_TOKENS_AFTER_BYTES
+    r = cairn.put(text)
+    assert r["tokens_settling"] is True and r["token_method"] == "estimate:bytes/4"
+    deadline = time.monotonic() + 10
+    while (m := cairn.get(r["id"]))["token_method"] != "exact:o200k_base":
+        assert time.monotonic() < deadline, "the count never settled"
+        time.sleep(0.05)
+    assert m["tokens"] != r["tokens"] and "exact:o200k_base" in m["summary"]
+    assert cairn.put(numbered(50, uniq()))["tokens_settling"] is False
 
 
 def test_json_content_is_stored_raw(cairn: Cairn) -> None:

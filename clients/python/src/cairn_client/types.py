@@ -66,11 +66,14 @@ class Redacted(TypedDict):
 
 class PutResult(Memory):
     """The answer to a put: the memory plus ``deduplicated`` (200 instead of 201),
-    ``tokens_saved`` and what redaction replaced."""
+    ``tokens_saved``, what redaction replaced, and ``tokens_settling``: true when
+    ``tokens`` is the bytes/4 estimate of a large content whose exact count
+    replaces it moments later (``get`` then shows it)."""
 
     deduplicated: bool
     tokens_saved: int
     redacted: Redacted
+    tokens_settling: bool
 
 
 class _SliceBase(TypedDict):
