@@ -111,9 +111,10 @@ pub struct Config {
     pub exact_tokens_max_bytes: u64,
     /// A client's put (REST, MCP, the CLI) of content over this size answers
     /// as soon as the content is durable, with the bytes/4 estimate and
-    /// `tokens_settling: true`; the exact count, under way since the upload
-    /// began, replaces it moments later. Smaller content, and the pieces
-    /// compress and the proxy store, are counted before the answer.
+    /// `tokens_settling: true`; its exact count, made after the answer below
+    /// the requests' priority, replaces it moments later. Smaller content,
+    /// and the pieces compress and the proxy store, are counted before the
+    /// answer.
     #[arg(long, env = "CAIRN_EXACT_TOKENS_AFTER_BYTES", default_value_t = 128 << 10)]
     pub exact_tokens_after_bytes: u64,
     /// Largest JSON request body in bytes.

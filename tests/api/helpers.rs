@@ -260,6 +260,19 @@ impl Resp {
 }
 
 impl TestApp {
+    /// The memory `id` once its count is no longer the estimate a put
+    /// answering first gave it (polled for 5 s at most).
+    pub async fn settled(&self, id: &str) -> Value {
+        for _ in 0..100 {
+            let got = self.get(&format!("/v1/memories/{id}")).await.json();
+            if got["token_method"] != cairn::domain::tokens::ESTIMATE_METHOD {
+                return got;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the count of {id} did not settle within 5 s");
+    }
+
     /// Whether objects are files under the data directory (not on S3):
     /// tests that read or damage those files directly need them.
     pub fn objects_on_local_files(&self) -> bool {

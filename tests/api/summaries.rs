@@ -75,16 +75,9 @@ async fn put_and_check(app: &TestApp, content: &str, mime: &str, kind: &str) -> 
     );
     // A put over CAIRN_EXACT_TOKENS_AFTER_BYTES answered with the estimate:
     // its count settles moments later, and the summary then states it.
-    let uri = format!("/v1/memories/{}", body["id"].as_str().unwrap());
-    let mut got = app.get(&uri).await.json();
+    let id = body["id"].as_str().unwrap();
     if body["tokens_settling"] == true {
-        for _ in 0..100 {
-            if got["token_method"] != cairn::domain::tokens::ESTIMATE_METHOD {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            got = app.get(&uri).await.json();
-        }
+        let got = app.settled(id).await;
         assert_eq!(got["token_method"], "exact:o200k_base");
         let restated = cairn::domain::summary::restate_tokens(
             &summary,
@@ -94,6 +87,7 @@ async fn put_and_check(app: &TestApp, content: &str, mime: &str, kind: &str) -> 
         );
         assert_eq!(got["summary"].as_str(), restated.as_deref());
     } else {
+        let got = app.get(&format!("/v1/memories/{id}")).await.json();
         assert_eq!(got["summary"], summary);
     }
     summary

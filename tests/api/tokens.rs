@@ -311,18 +311,6 @@ async fn content_over_the_exact_limit_or_not_text_is_estimated() {
     assert_eq!(put["tokens"], 225);
 }
 
-/// Polls the memory `id` until its count is no longer the estimate (5 s at most).
-async fn settled(app: &TestApp, id: &str) -> Value {
-    for _ in 0..100 {
-        let got = app.get(&format!("/v1/memories/{id}")).await.json();
-        if got["token_method"] != "estimate:bytes/4" {
-            return got;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("the count of {id} did not settle within 5 s");
-}
-
 #[tokio::test]
 async fn a_large_put_answers_with_the_estimate_and_settles_to_the_exact_count() {
     let app = spawn_app_with(|c| c.exact_tokens_after_bytes = 1000).await;
@@ -341,7 +329,7 @@ async fn a_large_put_answers_with_the_estimate_and_settles_to_the_exact_count() 
     );
 
     let id = put["id"].as_str().unwrap();
-    let got = settled(&app, id).await;
+    let got = app.settled(id).await;
     let exact = o200k(&text);
     assert_eq!(got["tokens"], exact);
     assert_eq!(got["token_method"], "exact:o200k_base");
