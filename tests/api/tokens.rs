@@ -370,11 +370,12 @@ async fn content_at_the_size_or_not_text_is_answered_as_counted() {
     assert_eq!(put["token_method"], "exact:o200k_base");
     assert_eq!(put["tokens"], o200k(&text));
     assert_eq!(put["tokens_settling"], false);
-    // Not text: the estimate, after the answer too.
+    // Not text: the estimate, which the answer does not call settling.
     let mut binary: Vec<u8> = TEXT.repeat(100).into_bytes();
     binary[3000] = 0xff;
     let put = app.put_raw("", binary.clone()).await.json();
-    assert_eq!(put["tokens_settling"], true);
+    assert_eq!(put["token_method"], "estimate:bytes/4");
+    assert_eq!(put["tokens_settling"], false);
     let id = put["id"].as_str().unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let got = app.get(&format!("/v1/memories/{id}")).await.json();

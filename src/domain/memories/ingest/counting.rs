@@ -20,6 +20,8 @@ use tokio::task::JoinHandle;
 use crate::domain::DomainError;
 use crate::domain::tokens::stream::{CONTENT_ENCODING, ContentTokens, last_safe_cut};
 
+use super::utf8::Utf8Check;
+
 /// Smallest piece counted on its own: smaller ones are not worth a hand-off
 /// (and content under two pieces is counted once, at the end).
 const PIECE_BYTES: usize = 128 << 10;
@@ -38,6 +40,9 @@ pub(super) struct Counting {
     /// The frames kept for a count after the answer (`None`: counted as
     /// they come).
     kept: Option<Vec<Bytes>>,
+    /// Whether the kept frames are UTF-8 (checked as they come, so that a
+    /// put whose count will not be exact does not say it is settling).
+    utf8: Utf8Check,
 }
 
 impl Counting {
@@ -50,6 +55,7 @@ impl Counting {
             parts: Some(Vec::new()),
             carry: Vec::new(),
             kept: keep.then(Vec::new),
+            utf8: Utf8Check::default(),
         }
     }
 
@@ -63,6 +69,7 @@ impl Counting {
         }
         if let Some(kept) = &mut self.kept {
             kept.push(frame.clone());
+            self.utf8.feed(frame);
             return;
         }
         self.start(frame);
@@ -97,9 +104,11 @@ impl Counting {
     }
 
     /// The frames kept for a count after the answer, if they were kept and
-    /// the count may come out exact (whether it is text shows at the end).
+    /// the count will come out exact: UTF-8 within the limit.
     pub(super) fn kept(&self) -> Option<&[Bytes]> {
-        self.kept.as_deref().filter(|_| self.parts.is_some())
+        self.kept
+            .as_deref()
+            .filter(|_| self.parts.is_some() && self.utf8.is_text())
     }
 
     /// Content up to this size is counted exactly.
@@ -111,6 +120,9 @@ impl Counting {
     /// the estimate. The exact count joins the shared cache under `digest`.
     pub(super) async fn finish(mut self, digest: [u8; 32]) -> Result<ContentTokens, DomainError> {
         if let Some(kept) = self.kept.take() {
+            if !self.utf8.is_text() {
+                return Ok(ContentTokens::estimated(self.bytes));
+            }
             for frame in &kept {
                 self.start(frame);
             }

@@ -29,6 +29,7 @@ mod counting;
 mod frames;
 mod hashing;
 mod later;
+mod utf8;
 
 pub use self::later::{CountLater, Later, Pending};
 
