@@ -44,6 +44,8 @@ pub struct App {
     summarizer: Option<tokio::task::JoinHandle<()>>,
     /// The background search indexer, unless turned off.
     indexer: Option<tokio::task::JoinHandle<()>>,
+    /// The counts a stopped process left unmade, made at start.
+    settler: tokio::task::JoinHandle<()>,
 }
 
 impl App {
@@ -156,6 +158,10 @@ impl App {
         );
         let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
         let indexer = config.search_index.then(|| search.spawn_indexer());
+        let settler = tokio::spawn({
+            let (memories, ledger) = (memories.clone(), ledger.clone());
+            async move { crate::domain::memories::put::settle_left_over(&memories, &ledger).await }
+        });
         let maintenance = Arc::new(Maintenance::new(
             memories.clone(),
             meta.clone(),
@@ -220,6 +226,7 @@ impl App {
             sweeper,
             summarizer,
             indexer,
+            settler,
         })
     }
 
@@ -235,6 +242,7 @@ impl App {
             indexer.abort();
         }
         self.sweeper.abort();
+        self.settler.abort();
         if let Some(summarizer) = &self.summarizer {
             summarizer.abort();
         }

@@ -273,6 +273,24 @@ impl TestApp {
         panic!("the count of {id} did not settle within 5 s");
     }
 
+    /// Runs one SQL statement on the metadata database itself (the SQLite
+    /// file or PostgreSQL), as an operator's tool would: for the states a
+    /// crash leaves, which the API cannot make.
+    pub async fn execute_on_metadata(&self, statement: &str) {
+        let mut config = Config::with_data_dir(self.dir.path());
+        self.backends.apply(&mut config);
+        let url = config.database_url();
+        if url.starts_with("sqlite:") {
+            let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+            sqlx::query(statement).execute(&pool).await.unwrap();
+            pool.close().await;
+        } else {
+            let pool = sqlx::PgPool::connect(&url).await.unwrap();
+            sqlx::query(statement).execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+    }
+
     /// Whether objects are files under the data directory (not on S3):
     /// tests that read or damage those files directly need them.
     pub fn objects_on_local_files(&self) -> bool {

@@ -363,6 +363,48 @@ async fn a_large_put_answers_with_the_estimate_and_settles_to_the_exact_count() 
 }
 
 #[tokio::test]
+async fn a_count_a_stop_left_unmade_is_made_at_the_next_start() {
+    let app = spawn_app_with(|c| c.exact_tokens_after_bytes = 1000).await;
+    let text = TEXT.repeat(100);
+    let put = app.put_raw("", text.clone()).await.json();
+    assert_eq!(put["tokens_settling"], true);
+    let id = put["id"].as_str().unwrap().to_owned();
+    let settled = app.settled(&id).await;
+    assert_eq!(settled["tokens_settling"], false);
+    let saved = settled["tokens"].as_u64().unwrap() - o200k(settled["summary"].as_str().unwrap());
+    let stats = app.get("/v1/stats").await.json();
+    assert_eq!(stats["tokens_saved"]["put"], saved, "{stats}");
+
+    // The memory as a stop before its count would have left it.
+    let estimate = put["tokens"].as_u64().unwrap();
+    let summary = put["summary"].as_str().unwrap().replace('\'', "''");
+    app.execute_on_metadata(&format!(
+        "UPDATE memories SET tokens = {estimate}, token_method = 'estimate:bytes/4', \
+         summary = '{summary}', tokens_settling = TRUE WHERE id = '{id}'"
+    ))
+    .await;
+    let app = app
+        .restart_with(|c| c.exact_tokens_after_bytes = 1000)
+        .await;
+    let got = app.settled(&id).await;
+    assert_eq!(got["tokens"], o200k(&text));
+    assert_eq!(got["token_method"], "exact:o200k_base");
+    assert_eq!(got["tokens_settling"], false);
+    assert_eq!(got["summary"], settled["summary"]);
+    // The put's saving is accounted by the start that settled it (here, a
+    // second time: the first run had accounted it before the "stop").
+    let mut stats = Value::Null;
+    for _ in 0..100 {
+        stats = app.get("/v1/stats").await.json();
+        if stats["tokens_saved"]["put"] == 2 * saved {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(stats["tokens_saved"]["put"], 2 * saved, "{stats}");
+}
+
+#[tokio::test]
 async fn content_at_the_size_or_not_text_is_answered_as_counted() {
     let app = spawn_app_with(|c| c.exact_tokens_after_bytes = 1000).await;
     let text = "x".repeat(999) + "\n";

@@ -109,6 +109,7 @@ def test_a_large_put_answers_with_the_estimate_then_settles(cairn: Cairn) -> Non
         assert time.monotonic() < deadline, "the count never settled"
         time.sleep(0.05)
     assert m["tokens"] != r["tokens"] and "exact:o200k_base" in m["summary"]
+    assert m["tokens_settling"] is False
     assert cairn.put(numbered(50, uniq()))["tokens_settling"] is False
 
 

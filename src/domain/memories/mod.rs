@@ -12,7 +12,8 @@ use crate::domain::memories::locks::ObjectLocks;
 use crate::domain::memories::read::ObjectReader;
 use crate::domain::memories::read::frame_cache::FrameCache;
 use crate::domain::memories::read::slicing::SliceLimits;
-use crate::domain::memories::settle::{Settle, Settling};
+use crate::domain::memories::settle::Settle;
+pub use crate::domain::memories::settle::{LeftOver, Settling};
 use crate::domain::redact;
 use crate::domain::summary::jobs::{EXCERPT_BYTES, SummaryJob, SummaryQueue};
 use crate::domain::summary::{self, SUMMARY_CHARS, SummaryFacts};
@@ -51,9 +52,6 @@ pub struct Stored {
     /// Secrets replaced in the content before it was stored; `None` when the
     /// content was not scanned (redaction off, or a binary media type).
     pub redacted: Option<redact::Report>,
-    /// True when `record.tokens` is the estimate for now, its exact count
-    /// under way ([`Memories::put_answering_first`]).
-    pub tokens_settling: bool,
 }
 
 /// What a put would store (see [`Memories::predict`]).
@@ -259,7 +257,7 @@ impl Memories {
 
     /// [`Memories::put`] that answers before the exact count of a content
     /// over `CAIRN_EXACT_TOKENS_AFTER_BYTES`: the memory then says
-    /// `estimate:bytes/4` ([`Stored::tokens_settling`]) until its count,
+    /// `estimate:bytes/4` ([`MemoryRecord::tokens_settling`]) until its count,
     /// under way, settles it moments later. The handle answers the tokens the
     /// put saves by the exact count. For a client's own puts: the markers of
     /// compress and the proxy state their pieces' exact counts at once.
@@ -338,6 +336,7 @@ impl Memories {
                 fields,
                 tokens: ingested.tokens.tokens,
                 token_method: ingested.tokens.method.to_owned(),
+                tokens_settling: count_later.is_some(),
                 summary,
                 now: now_ms(),
                 object: ingested.object,
@@ -377,12 +376,14 @@ impl Memories {
                 };
                 tokio::spawn(settle.run(later.start()))
             });
+        let mut record = outcome.record;
+        // A memory put before with its estimate standing settles now too.
+        record.tokens_settling = settling.is_some();
         let stored = Stored {
-            tokens_saved: outcome.record.tokens.saturating_sub(summary_tokens),
-            record: outcome.record,
+            tokens_saved: record.tokens.saturating_sub(summary_tokens),
+            record,
             deduplicated: !outcome.created,
             redacted: ingested_redacted,
-            tokens_settling: settling.is_some(),
         };
         Ok((stored, settling))
     }

@@ -16,7 +16,8 @@ use crate::model::PutFields;
 /// Stores `body` as a memory of `namespace` and accounts the put. A large
 /// content's put answers before its exact count
 /// ([`Memories::put_answering_first`]); its saving is accounted once that
-/// count is in.
+/// count is in (by whichever process settles it: after a stop, the next
+/// start, [`settle_left_over`]).
 pub async fn put<S, E>(
     memories: &Memories,
     ledger: &Arc<Ledger>,
@@ -36,11 +37,11 @@ where
     match settling {
         None => record_saving(ledger, namespace, &kind, stored.tokens_saved).await,
         Some(settling) => {
-            let (ledger, namespace, estimated) =
-                (ledger.clone(), namespace.to_owned(), stored.tokens_saved);
+            let (ledger, namespace) = (ledger.clone(), namespace.to_owned());
             tokio::spawn(async move {
-                let saved = settling.await.ok().flatten().unwrap_or(estimated);
-                record_saving(&ledger, &namespace, &kind, saved).await;
+                if let Ok(Some(saved)) = settling.await {
+                    record_saving(&ledger, &namespace, &kind, saved).await;
+                }
             });
         }
     }
@@ -55,5 +56,25 @@ async fn record_saving(ledger: &Ledger, namespace: &str, kind: &str, tokens_save
     let saving = ledger.record_saving(namespace, SavingSource::Put, kind, None, tokens_saved);
     if let Err(e) = saving.await {
         tracing::warn!(error = %e, "could not account a put's saving");
+    }
+}
+
+/// Makes the counts a stopped process left unmade
+/// ([`Memories::settle_left_over`]) and accounts the savings of the puts
+/// they belong to, which were accounted by no one yet.
+pub async fn settle_left_over(memories: &Memories, ledger: &Ledger) {
+    match memories.settle_left_over().await {
+        Ok(settled) => {
+            if !settled.is_empty() {
+                tracing::info!(
+                    memories = settled.len(),
+                    "counted the memories a stop had left with their estimates"
+                );
+            }
+            for left in settled {
+                record_saving(ledger, &left.namespace, &left.kind, left.tokens_saved).await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not look for counts a stop left unmade"),
     }
 }

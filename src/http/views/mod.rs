@@ -42,6 +42,12 @@ pub struct MemoryView {
     pub tokens: u64,
     /// How `tokens` was counted.
     pub token_method: String,
+    /// True while `tokens` is the bytes/4 estimate of a put that answered
+    /// before its exact count: the content is over
+    /// `CAIRN_EXACT_TOKENS_AFTER_BYTES`, and its exact count, under way,
+    /// replaces the estimate (and the summary's figure) moments later. A
+    /// count a stopped server left unmade is made when it starts again.
+    pub tokens_settling: bool,
     /// Chunks of the content (`/chunks/{n}`, n from 0).
     pub chunks: u64,
     /// Deterministic summary by detected kind (json, html, test-output, log, listing, stack-trace, text, binary), with line, byte and token counts and the pointer.
@@ -73,6 +79,7 @@ impl MemoryView {
             lines: record.lines,
             tokens: record.tokens,
             token_method: record.token_method,
+            tokens_settling: record.tokens_settling,
             summary: record.summary,
             created_at: rfc3339(record.created_at),
             updated_at: rfc3339(record.updated_at),
@@ -94,11 +101,6 @@ pub struct PutView {
     pub deduplicated: bool,
     /// Tokens saved by keeping the summary and pointer instead of the content.
     pub tokens_saved: u64,
-    /// True when `tokens` is the bytes/4 estimate for now: the content is
-    /// over `CAIRN_EXACT_TOKENS_AFTER_BYTES`, and its exact count, under way,
-    /// replaces the estimate (and the summary's figure) moments after this
-    /// answer; `GET /v1/memories/{id}` then shows it.
-    pub tokens_settling: bool,
     /// Secrets replaced by `[REDACTED:<kind>]` before the content was stored.
     pub redacted: RedactedView,
 }
@@ -111,7 +113,6 @@ impl PutView {
             memory: MemoryView::new(stored.record, limits),
             deduplicated: stored.deduplicated,
             tokens_saved: stored.tokens_saved,
-            tokens_settling: stored.tokens_settling,
         }
     }
 }

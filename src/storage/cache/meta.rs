@@ -125,6 +125,14 @@ impl MemoryStore for CachedMetaStore {
         self.inner.settle_tokens(settled).await
     }
 
+    async fn settling(
+        &self,
+        after: Option<(String, String)>,
+        limit: u32,
+    ) -> Result<Vec<MemoryRecord>, StorageError> {
+        self.inner.settling(after, limit).await
+    }
+
     async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError> {
         // Inserts the object row only if there is none: no row it could change.
         self.inner.import_memory(memory).await

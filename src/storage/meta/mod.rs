@@ -55,8 +55,19 @@ pub trait MemoryStore: Send + Sync {
     /// Adds batched read statistics.
     async fn record_access(&self, updates: Vec<AccessUpdate>) -> Result<(), StorageError>;
     /// Sets the exact count (and the summary stating it) of a memory still
-    /// counted by `settled.estimated_method`; false when there is no such memory.
+    /// counted by `settled.estimated_method`, and clears its settling mark;
+    /// false when there is no such memory. A count by the same method (not
+    /// text after all) only clears the mark, and is false when there is none:
+    /// of two processes settling one memory, one is answered true.
     async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError>;
+    /// Up to `limit` memories still marked settling ([`MemoryRecord::tokens_settling`]),
+    /// expired or not, after `after` (namespace, id) in that order: the
+    /// counts a stopped process left to make.
+    async fn settling(
+        &self,
+        after: Option<(String, String)>,
+        limit: u32,
+    ) -> Result<Vec<MemoryRecord>, StorageError>;
     /// Restores an archived memory with its original metadata, in one
     /// transaction; false (and nothing written) when the namespace has it already.
     async fn import_memory(&self, memory: ImportedMemory) -> Result<bool, StorageError>;

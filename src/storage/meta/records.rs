@@ -143,6 +143,9 @@ pub struct MemoryRecord {
     pub tokens: u64,
     /// How `tokens` was counted (`exact:o200k_base`, `estimate:bytes/4`).
     pub token_method: String,
+    /// True while `tokens` is the estimate of a put that answered before
+    /// its exact count, which is under way (or, after a stop, due).
+    pub tokens_settling: bool,
     /// Deterministic summary.
     pub summary: String,
     /// Creation time, Unix milliseconds.
@@ -170,6 +173,9 @@ pub struct NewMemory {
     pub tokens: u64,
     /// How `tokens` was counted.
     pub token_method: String,
+    /// True when `tokens` is an estimate whose exact count follows (kept
+    /// by a new memory only: a merge leaves the memory's own mark).
+    pub tokens_settling: bool,
     /// Deterministic summary.
     pub summary: String,
     /// Time of the put, Unix milliseconds.
@@ -214,6 +220,7 @@ impl ImportedMemory {
             fields: self.fields.clone(),
             tokens: self.tokens,
             token_method: self.token_method.clone(),
+            tokens_settling: false,
             summary: self.summary.clone(),
             now: self.created_at,
             object: self.object.clone(),

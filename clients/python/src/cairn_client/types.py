@@ -47,6 +47,7 @@ class Memory(TypedDict):
     lines: int
     tokens: int
     token_method: str
+    tokens_settling: bool
     chunks: int
     summary: str
     created_at: str
@@ -66,14 +67,13 @@ class Redacted(TypedDict):
 
 class PutResult(Memory):
     """The answer to a put: the memory plus ``deduplicated`` (200 instead of 201),
-    ``tokens_saved``, what redaction replaced, and ``tokens_settling``: true when
-    ``tokens`` is the bytes/4 estimate of a large content whose exact count
-    replaces it moments later (``get`` then shows it)."""
+    ``tokens_saved`` and what redaction replaced. Its ``tokens_settling`` (as
+    every memory's) is true while ``tokens`` is the bytes/4 estimate of a large
+    content whose exact count replaces it moments later (``get`` then shows it)."""
 
     deduplicated: bool
     tokens_saved: int
     redacted: Redacted
-    tokens_settling: bool
 
 
 class _SliceBase(TypedDict):

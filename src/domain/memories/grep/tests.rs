@@ -337,6 +337,7 @@ async fn indexed(
         fields: crate::storage::meta::MemoryFields::default(),
         tokens: 1,
         token_method: "test".into(),
+        tokens_settling: false,
         summary: String::new(),
         now: 1,
         object: object.as_ref().clone(),

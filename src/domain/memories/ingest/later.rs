@@ -19,6 +19,9 @@ use crate::domain::tokens::stream::{ContentTokens, content_tokens};
 /// Content bytes whose counts may wait after their puts answered.
 const LATER_BYTES: usize = 64 << 20;
 
+/// [`LATER_BYTES`] in KiB, the room's unit.
+const LATER_BYTES_KIB: u32 = (LATER_BYTES >> 10) as u32;
+
 /// The counting thread's niceness: it takes what the requests leave.
 const NICENESS: i32 = 10;
 
@@ -77,7 +80,7 @@ impl CountLater {
     pub fn new(over: u64) -> Self {
         Self {
             over,
-            room: Arc::new(Semaphore::new(LATER_BYTES >> 10)),
+            room: Arc::new(Semaphore::new(LATER_BYTES_KIB as usize)),
         }
     }
 
@@ -97,6 +100,31 @@ impl CountLater {
         let room = self.room.clone().try_acquire_many_owned(kib).ok()?;
         Some(Pending {
             frames: frames.to_vec(),
+            digest,
+            max,
+            room,
+        })
+    }
+}
+
+impl CountLater {
+    /// Room for counting `frames` (of `bytes` in all, at most `max`),
+    /// waited for: for the counts a stopped process left to make
+    /// ([`crate::domain::memories::Memories::settle_left_over`]).
+    pub async fn wait_for_room(
+        &self,
+        frames: Vec<Bytes>,
+        bytes: u64,
+        digest: [u8; 32],
+        max: u64,
+    ) -> Option<Pending> {
+        // Never more than all the room: a larger content waits for all of it.
+        let kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .min(LATER_BYTES_KIB);
+        let room = self.room.clone().acquire_many_owned(kib).await.ok()?;
+        Some(Pending {
+            frames,
             digest,
             max,
             room,

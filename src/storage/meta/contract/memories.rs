@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::super::{FrameEntry, Layout, ListQuery, MetaStore, PageEntry, SettledTokens};
+use super::super::{FrameEntry, Layout, ListQuery, MetaStore, NewMemory, PageEntry, SettledTokens};
 use super::{list_query, raw_put};
 
 /// Racing puts of one content make one memory and one object.
@@ -101,6 +101,71 @@ pub(in crate::storage::meta) async fn a_settled_count_replaces_the_estimate_of_t
         ..settled
     };
     assert!(!store.settle_tokens(gone).await.unwrap());
+}
+
+/// A memory put with its count settling says so and is listed (in pages,
+/// across namespaces) until its count settles; a second put of the same
+/// content leaves the mark as it is; of two settles, one wins.
+pub(in crate::storage::meta) async fn memories_marked_settling_are_listed_until_settled_once(
+    store: Arc<dyn MetaStore>,
+) {
+    let marked = |namespace: &str, content: &str| NewMemory {
+        tokens_settling: true,
+        ..raw_put(namespace, content, 1_000)
+    };
+    let put = store.put(marked("b", "one")).await.unwrap().record;
+    assert!(put.tokens_settling);
+    let two = store.put(marked("a", "two")).await.unwrap().record.id;
+    let one = put.id;
+    store.put(raw_put("a", "not marked", 1_000)).await.unwrap();
+    // Again, unmarked: the memory keeps its mark.
+    let again = store.put(raw_put("b", "one", 2_000)).await.unwrap();
+    assert!(!again.created);
+    assert!(store.get("b", &one).await.unwrap().unwrap().tokens_settling);
+
+    let listed = |after: Option<(String, String)>, limit| {
+        let store = store.clone();
+        async move {
+            let page = store.settling(after, limit).await.unwrap();
+            page.into_iter()
+                .map(|m| (m.namespace, m.id))
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = listed(None, 10).await;
+    assert_eq!(all, [("a".into(), two.clone()), ("b".into(), one.clone())]);
+    let first = listed(None, 1).await;
+    assert_eq!(first, all[..1]);
+    assert_eq!(listed(first.last().cloned(), 10).await, all[1..]);
+
+    // Settled: not marked any more.
+    let settled = SettledTokens {
+        namespace: "a".into(),
+        id: two.clone(),
+        estimated_method: "estimate:bytes/4".into(),
+        tokens: 1,
+        token_method: "exact:o200k_base".into(),
+        summary: "s".into(),
+    };
+    assert!(store.settle_tokens(settled).await.unwrap());
+    let got = store.get("a", &two).await.unwrap().unwrap();
+    assert!(!got.tokens_settling);
+    assert_eq!(got.tokens, 1);
+    // Not text after all: the estimate stands and only the mark goes, once.
+    let stands = SettledTokens {
+        namespace: "b".into(),
+        id: one.clone(),
+        estimated_method: "estimate:bytes/4".into(),
+        tokens: 3,
+        token_method: "estimate:bytes/4".into(),
+        summary: "s".into(),
+    };
+    assert!(store.settle_tokens(stands.clone()).await.unwrap());
+    assert!(!store.settle_tokens(stands).await.unwrap());
+    let got = store.get("b", &one).await.unwrap().unwrap();
+    assert!(!got.tokens_settling);
+    assert_eq!(got.token_method, "estimate:bytes/4");
+    assert!(listed(None, 10).await.is_empty());
 }
 
 /// Listing by fields and time, paging, prefixes, deletes, totals.

@@ -54,6 +54,7 @@ macro_rules! contract_suite {
             memories::identical_concurrent_puts_create_one_memory_and_one_object,
             memories::a_second_put_merges_its_fields_into_the_memory,
             memories::a_settled_count_replaces_the_estimate_of_that_memory_only,
+            memories::memories_marked_settling_are_listed_until_settled_once,
             memories::a_put_answers_the_memory_as_a_get_reads_it,
             memories::list_filters_pages_and_prefix_lookup,
             memories::expired_memories_are_gone_from_every_read_unless_pinned,
@@ -102,6 +103,7 @@ pub(in crate::storage::meta) fn raw_put(namespace: &str, content: &str, now: i64
         },
         tokens: 3,
         token_method: "estimate:bytes/4".into(),
+        tokens_settling: false,
         summary: "s".into(),
         now,
         object: ObjectRecord {

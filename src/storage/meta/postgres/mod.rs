@@ -117,8 +117,9 @@ impl Backend for PgMetaStore {
 
     async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError> {
         let done = sqlx::query(
-            "UPDATE memories SET tokens = $1, token_method = $2, summary = $3 \
-             WHERE namespace = $4 AND id = $5 AND token_method = $6",
+            "UPDATE memories SET tokens = $1, token_method = $2, summary = $3, tokens_settling = FALSE \
+             WHERE namespace = $4 AND id = $5 AND token_method = $6 \
+             AND (tokens_settling = TRUE OR $2 <> $6)",
         )
         .bind(i64::try_from(settled.tokens).unwrap_or(i64::MAX))
         .bind(&settled.token_method)

@@ -110,8 +110,8 @@ async fn write(conn: &mut PgConnection, memory: &NewMemory) -> Result<(bool, boo
     let expires_at = expiry(memory.now, f.ttl_seconds);
     let created = sqlx::query(
         "INSERT INTO memories (namespace, id, type, subtype, mime, title, thread, checkpoint, directory, \
-         tokens, summary, created_at, updated_at, token_method, pinned, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, $15) \
+         tokens, summary, created_at, updated_at, token_method, pinned, expires_at, tokens_settling) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, $15, $16) \
          ON CONFLICT (namespace, id) DO NOTHING",
     )
     .bind(ns)
@@ -129,6 +129,7 @@ async fn write(conn: &mut PgConnection, memory: &NewMemory) -> Result<(bool, boo
     .bind(&memory.token_method)
     .bind(f.pinned)
     .bind(expires_at)
+    .bind(memory.tokens_settling)
     .execute(&mut *conn)
     .await?
     .rows_affected()

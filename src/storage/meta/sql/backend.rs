@@ -119,6 +119,14 @@ impl<B: Backend> MemoryStore for B {
     async fn settle_tokens(&self, settled: SettledTokens) -> Result<bool, StorageError> {
         Backend::settle_tokens(self, settled).await
     }
+
+    async fn settling(
+        &self,
+        after: Option<(String, String)>,
+        limit: u32,
+    ) -> Result<Vec<MemoryRecord>, StorageError> {
+        self.reads().settling(after, limit).await
+    }
 }
 
 #[async_trait]

@@ -31,6 +31,13 @@ pub(in crate::storage::meta) trait MemoryReads: Send + Sync {
     async fn list(&self, query: &ListQuery, now: i64) -> Result<Vec<MemoryRecord>, StorageError>;
     /// An object with its frame index and inline data.
     async fn object(&self, hash: &str) -> Result<Option<ObjectRecord>, StorageError>;
+    /// Up to `limit` memories whose count is settling, after `after`
+    /// (namespace, id), in that order.
+    async fn settling(
+        &self,
+        after: Option<(String, String)>,
+        limit: u32,
+    ) -> Result<Vec<MemoryRecord>, StorageError>;
 }
 
 #[async_trait]
@@ -104,6 +111,29 @@ where
         }
         sql.push(" ORDER BY m.created_at DESC, m.id DESC LIMIT ")
             .push_bind(i64::from(query.limit));
+        let rows = sql.query().fetch_all(&self.pool).await?;
+        rows.iter().map(memory_from_row::<DB>).collect()
+    }
+
+    async fn settling(
+        &self,
+        after: Option<(String, String)>,
+        limit: u32,
+    ) -> Result<Vec<MemoryRecord>, StorageError> {
+        let mut sql = Statement::new(DB::MEMORY_SELECT);
+        // The same condition as the partial index `memories_settling`'s.
+        sql.push(" WHERE m.tokens_settling = TRUE");
+        if let Some((namespace, id)) = after {
+            sql.push(" AND (m.namespace > ")
+                .push_bind(namespace.clone())
+                .push(" OR (m.namespace = ")
+                .push_bind(namespace)
+                .push(" AND m.id > ")
+                .push_bind(id)
+                .push("))");
+        }
+        sql.push(" ORDER BY m.namespace, m.id LIMIT ")
+            .push_bind(i64::from(limit));
         let rows = sql.query().fetch_all(&self.pool).await?;
         rows.iter().map(memory_from_row::<DB>).collect()
     }

@@ -37,7 +37,7 @@ macro_rules! memory_select {
     ($tags:literal) => {
         concat!(
             "SELECT m.namespace, m.id, m.type, m.subtype, m.mime, m.title, m.thread, \
-             m.checkpoint, m.directory, m.tokens, m.token_method, m.summary, m.created_at, \
+             m.checkpoint, m.directory, m.tokens, m.token_method, m.tokens_settling, m.summary, m.created_at, \
              m.updated_at, m.last_accessed_at, m.access_count, m.pinned, m.expires_at, \
              m.corrupt, o.bytes, o.stored_bytes, o.lines, ",
             $tags,

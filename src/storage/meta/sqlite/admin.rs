@@ -14,8 +14,9 @@ pub(super) fn settle_tokens(settled: SettledTokens) -> AdminWrite {
     Arc::new(move |conn: &Connection| {
         let settled_rows = conn
             .prepare_cached(
-                "UPDATE memories SET tokens = ?1, token_method = ?2, summary = ?3 \
-                 WHERE namespace = ?4 AND id = ?5 AND token_method = ?6",
+                "UPDATE memories SET tokens = ?1, token_method = ?2, summary = ?3, tokens_settling = 0 \
+                 WHERE namespace = ?4 AND id = ?5 AND token_method = ?6 \
+                 AND (tokens_settling = TRUE OR ?2 <> ?6)",
             )?
             .execute((
                 i64::try_from(settled.tokens).unwrap_or(i64::MAX),

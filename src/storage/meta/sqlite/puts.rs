@@ -59,7 +59,8 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, Stor
     let created = conn
         .prepare_cached(
             "INSERT INTO memories (namespace, id, type, subtype, mime, title, thread, checkpoint, directory, \
-             tokens, summary, created_at, updated_at, token_method, pinned, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15) \
+             tokens, summary, created_at, updated_at, token_method, pinned, expires_at, tokens_settling) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16) \
              ON CONFLICT (namespace, id) DO NOTHING",
         )?
         .execute(rusqlite::params![
@@ -78,6 +79,7 @@ pub(super) fn put(conn: &Connection, memory: &NewMemory) -> Result<Written, Stor
             memory.token_method,
             f.pinned,
             expires_at,
+            memory.tokens_settling,
         ])?
         == 1;
     if !created {

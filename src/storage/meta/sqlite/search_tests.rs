@@ -68,6 +68,7 @@ async fn put_raw(store: &SqliteMetaStore, hash: &str, namespace: &str, data: &[u
             fields: crate::storage::meta::MemoryFields::default(),
             tokens: 1,
             token_method: "x".into(),
+            tokens_settling: false,
             summary: "s".into(),
             now: 1,
             object,
