@@ -374,7 +374,7 @@ impl Memories {
                     record: outcome.record.clone(),
                     summary_chars: self.summary_chars,
                 };
-                tokio::spawn(settle.run(later.start()))
+                tokio::spawn(settle.run_for_put(later.start()))
             });
         let mut record = outcome.record;
         // A memory put before with its estimate standing settles now too.

@@ -16,8 +16,7 @@ use crate::model::PutFields;
 /// Stores `body` as a memory of `namespace` and accounts the put. A large
 /// content's put answers before its exact count
 /// ([`Memories::put_answering_first`]); its saving is accounted once that
-/// count is in (by whichever process settles it: after a stop, the next
-/// start, [`settle_left_over`]).
+/// count is in (when it is lost, by the next start: [`settle_left_over`]).
 pub async fn put<S, E>(
     memories: &Memories,
     ledger: &Arc<Ledger>,

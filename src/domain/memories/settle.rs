@@ -17,11 +17,20 @@ use crate::domain::memories::read::{ObjectReader, content};
 use crate::domain::summary;
 use crate::storage::meta::{MemoryRecord, MetaStore, SettledTokens};
 
-/// A count settling after its put answered: the tokens the put saves, by the
-/// count that settled it, when this process settled it (`None`: another
-/// process did, or the count was lost and the memory stays marked for the
-/// next start, [`super::Memories::settle_left_over`]).
+/// A count settling after its put answered: the tokens the put saves, by its
+/// exact count (`None`: the count was lost or could not be recorded, and the
+/// memory stays marked for the next start to count and account,
+/// [`super::Memories::settle_left_over`]).
 pub type Settling = tokio::task::JoinHandle<Option<u64>>;
+
+/// A count recorded.
+pub(super) struct Settled {
+    /// The tokens the put saves, by the count.
+    saved: u64,
+    /// Whether this settled the memory (cleared its mark), rather than a
+    /// settle of another put of the same content or another process.
+    won: bool,
+}
 
 /// What settling one memory's count needs.
 pub(super) struct Settle {
@@ -38,9 +47,9 @@ pub(super) struct Settle {
 }
 
 impl Settle {
-    /// Waits for the count and settles it; answers the tokens saved when
-    /// this settled it.
-    pub(super) async fn run(self, later: Later) -> Option<u64> {
+    /// Waits for the count and settles it (`None`: the count was lost or
+    /// could not be recorded, the mark stays).
+    pub(super) async fn run(self, later: Later) -> Option<Settled> {
         let Ok(counted) = later.await else {
             tracing::warn!(memory.id = %self.record.id, "the counting thread is gone: the count is left for the next start");
             return None;
@@ -67,15 +76,21 @@ impl Settle {
             token_method: counted.method.to_owned(),
             summary,
         };
-        let won = match self.meta.settle_tokens(settled).await {
-            Ok(won) => won,
+        let won = self.meta.settle_tokens(settled).await;
+        self.opened.invalidate(&(self.namespace, record.id.clone()));
+        match won {
+            Ok(won) => Some(Settled { saved, won }),
             Err(e) => {
-                tracing::warn!(memory.id = %record.id, error = %e, "could not record the exact count");
-                false
+                tracing::warn!(memory.id = %record.id, error = %e, "could not record the exact count: it is left for the next start");
+                None
             }
-        };
-        self.opened.invalidate(&(self.namespace, record.id));
-        won.then_some(saved)
+        }
+    }
+
+    /// [`Settle::run`] for a put's own count: the tokens it saves, whoever
+    /// cleared the mark (another put of the same content may have).
+    pub(super) async fn run_for_put(self, later: Later) -> Option<u64> {
+        self.run(later).await.map(|settled| settled.saved)
     }
 }
 
@@ -95,10 +110,13 @@ const PAGE: u32 = 100;
 
 impl Memories {
     /// Makes the counts a stopped process left unmade: every memory still
-    /// marked settling is read and counted on the counting thread, one at a
-    /// time, and settled; answers those this process settled. A memory that
-    /// cannot be read is logged and left marked.
+    /// marked settling that was put before this call is read and counted on
+    /// the counting thread, one at a time, and settled; answers those this
+    /// settled (so that their puts' savings are accounted once). A memory
+    /// that cannot be read is logged and left marked. Memories put since
+    /// (this process's own, settling as their puts go on) are left alone.
     pub async fn settle_left_over(&self) -> Result<Vec<LeftOver>, DomainError> {
+        let started = crate::domain::now_ms();
         let mut after = None;
         let mut settled = Vec::new();
         loop {
@@ -107,7 +125,7 @@ impl Memories {
             if let Some(last) = page.last() {
                 after = Some((last.namespace.clone(), last.id.clone()));
             }
-            for record in page {
+            for record in page.into_iter().filter(|r| r.created_at < started) {
                 let id = record.id.clone();
                 match self.settle_one(record).await {
                     Ok(Some(left)) => settled.push(left),
@@ -161,13 +179,11 @@ impl Memories {
             record,
             summary_chars: self.summary_chars,
         };
-        Ok(settle
-            .run(pending.start())
-            .await
-            .map(|tokens_saved| LeftOver {
-                namespace,
-                kind,
-                tokens_saved,
-            }))
+        let settled = settle.run(pending.start()).await;
+        Ok(settled.filter(|s| s.won).map(|s| LeftOver {
+            namespace,
+            kind,
+            tokens_saved: s.saved,
+        }))
     }
 }
