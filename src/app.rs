@@ -158,9 +158,14 @@ impl App {
         );
         let summarizer = summarizer.map(|s| s.spawn(memories.clone()));
         let indexer = config.search_index.then(|| search.spawn_indexer());
+        // Taken now, not when the task first runs: a put this process
+        // answers meanwhile settles on its own, and must not be swept too.
+        let put_before = crate::domain::now_ms();
         let settler = tokio::spawn({
             let (memories, ledger) = (memories.clone(), ledger.clone());
-            async move { crate::domain::memories::put::settle_left_over(&memories, &ledger).await }
+            async move {
+                crate::domain::memories::put::settle_left_over(&memories, &ledger, put_before).await
+            }
         });
         let maintenance = Arc::new(Maintenance::new(
             memories.clone(),

@@ -58,11 +58,11 @@ async fn record_saving(ledger: &Ledger, namespace: &str, kind: &str, tokens_save
     }
 }
 
-/// Makes the counts a stopped process left unmade
-/// ([`Memories::settle_left_over`]) and accounts the savings of the puts
-/// they belong to, which were accounted by no one yet.
-pub async fn settle_left_over(memories: &Memories, ledger: &Ledger) {
-    match memories.settle_left_over().await {
+/// Makes the counts a stopped process left unmade in memories created before
+/// `put_before` ([`Memories::settle_left_over`]) and accounts the savings of
+/// the puts they belong to, which were accounted by no one yet.
+pub async fn settle_left_over(memories: &Memories, ledger: &Ledger, put_before: i64) {
+    match memories.settle_left_over(put_before).await {
         Ok(settled) => {
             if !settled.is_empty() {
                 tracing::info!(

@@ -110,13 +110,13 @@ const PAGE: u32 = 100;
 
 impl Memories {
     /// Makes the counts a stopped process left unmade: every memory still
-    /// marked settling that was put before this call is read and counted on
-    /// the counting thread, one at a time, and settled; answers those this
+    /// marked settling that was created before `put_before` (Unix ms, taken
+    /// before this process took requests) is read and counted on the
+    /// counting thread, one at a time, and settled; answers those this
     /// settled (so that their puts' savings are accounted once). A memory
     /// that cannot be read is logged and left marked. Memories put since
     /// (this process's own, settling as their puts go on) are left alone.
-    pub async fn settle_left_over(&self) -> Result<Vec<LeftOver>, DomainError> {
-        let started = crate::domain::now_ms();
+    pub async fn settle_left_over(&self, put_before: i64) -> Result<Vec<LeftOver>, DomainError> {
         let mut after = None;
         let mut settled = Vec::new();
         loop {
@@ -125,7 +125,7 @@ impl Memories {
             if let Some(last) = page.last() {
                 after = Some((last.namespace.clone(), last.id.clone()));
             }
-            for record in page.into_iter().filter(|r| r.created_at < started) {
+            for record in page.into_iter().filter(|r| r.created_at < put_before) {
                 let id = record.id.clone();
                 match self.settle_one(record).await {
                     Ok(Some(left)) => settled.push(left),
