@@ -260,12 +260,12 @@ impl Resp {
 }
 
 impl TestApp {
-    /// The memory `id` once its count is no longer the estimate a put
-    /// answering first gave it (polled for 5 s at most).
+    /// The memory `id` once its count has settled (`tokens_settling` is
+    /// false; polled for 5 s at most).
     pub async fn settled(&self, id: &str) -> Value {
         for _ in 0..100 {
             let got = self.get(&format!("/v1/memories/{id}")).await.json();
-            if got["token_method"] != cairn::domain::tokens::ESTIMATE_METHOD {
+            if got["tokens_settling"] == false {
                 return got;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;

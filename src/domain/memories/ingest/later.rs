@@ -105,9 +105,7 @@ impl CountLater {
             room,
         })
     }
-}
 
-impl CountLater {
     /// Room for counting `frames` (of `bytes` in all, at most `max`),
     /// waited for: for the counts a stopped process left to make
     /// ([`crate::domain::memories::Memories::settle_left_over`]).
