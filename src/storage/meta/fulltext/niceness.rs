@@ -14,9 +14,17 @@
 
 use rustix::process::{Pid, getpriority_process, setpriority_process};
 
-/// Their niceness: at 5 a thread still gets about a third of a core's
-/// share against a busy one, so the index keeps up under load.
-const NICENESS: i32 = 5;
+/// Their niceness: at 19 a thread gets about 1.5 % of a core's share
+/// against a busy one, so it runs on the cores the requests leave idle —
+/// between an agent's model calls, nearly all of them. Under load that
+/// fills both cores the index falls behind rather than slowing the
+/// requests; what it holds meanwhile stays bounded (a commit is due after
+/// 32 MiB of new text and waits for the writer's queue). At 5, a third of
+/// a core's share, `proxy_bench`'s ten new 50 KB pieces per request took
+/// ~19 ms p50 against ~16 ms at 19, and a put was searchable under four
+/// back-to-back searchers at p99 78 ms against 101 ms (target < 250 ms;
+/// bench/REPORT.md, "LLM proxy" notes of 2026-12-02).
+const NICENESS: i32 = 19;
 
 /// The names (as `/proc` shows them, cut to 15 bytes) of tantivy's threads.
 const INDEX_THREADS: [&str; 4] = [
