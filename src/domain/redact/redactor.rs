@@ -129,7 +129,7 @@ impl Redactor {
     /// upload's redactor lives from its first frame to its last, and a
     /// proxied request's ten offloads held ten caches at once, of which
     /// the pool keeps four: each request then rebuilt six lazy DFAs from
-    /// cold, a fifth of its redaction's CPU.
+    /// cold, which under `perf` was most of its redaction's CPU.
     fn give_back_cache(&mut self) {
         self.search = None;
     }
