@@ -509,7 +509,7 @@ fn a_log_file_gets_one_plain_line_per_request() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let url = format!("http://127.0.0.1:{port}");
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !served::answers_ready(port) {
         assert!(Instant::now() < deadline, "server did not start");
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -312,7 +312,11 @@ impl OwnRedis {
             return None;
         };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        // A connect to itself (simultaneous open on an ephemeral port) is
+        // not redis listening.
+        while !std::net::TcpStream::connect(("127.0.0.1", port))
+            .is_ok_and(|s| s.local_addr().ok() != s.peer_addr().ok())
+        {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
