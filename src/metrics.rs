@@ -71,6 +71,9 @@ pub struct Metrics {
     pub compress_offloaded: IntCounterVec,
     /// Governor decisions, by tier.
     pub governor_decisions: IntCounterVec,
+    /// Greps' asks of the full-text index for the frames they may pass
+    /// over, by result (used, not_indexed, failed).
+    pub grep_index_lookups: IntCounterVec,
     /// Cache lookups, by layer and result (hit, miss).
     pub cache_lookups: IntCounterVec,
     /// Shared-cache failures, by layer and reason (timeout, error, open circuit).
@@ -197,6 +200,11 @@ impl Metrics {
                 "Governor decisions, by tier",
                 &["tier"],
             )?,
+            grep_index_lookups: counters(
+                "cairn_grep_index_lookups_total",
+                "Greps' asks of the full-text index for frames that cannot match, by result: used, not_indexed (every frame read), failed (every frame read)",
+                &["result"],
+            )?,
             limit_rejections: counters(
                 "cairn_limit_rejections_total",
                 "Requests refused by a per-namespace limit (429), by surface (api, proxy) and limit (rate, concurrency)",
@@ -288,6 +296,11 @@ impl Metrics {
         self.refetches
             .with_label_values(&[type_label(memory_type)])
             .inc();
+    }
+
+    /// Counts one grep's ask of the full-text index, answered `result`.
+    pub fn grep_index_lookup(&self, result: &str) {
+        self.grep_index_lookups.with_label_values(&[result]).inc();
     }
 
     /// The registry's text exposition.
