@@ -91,22 +91,23 @@ impl Memories {
         } else {
             // The index only saves work: without it, every frame is read.
             let index: &dyn SearchIndex = self.meta.as_ref();
-            let known = index
-                .frame_words(reader.hash(), words)
-                .await
-                .unwrap_or_else(|e| {
+            match index.frame_words(reader.hash(), words).await {
+                Ok(Some(frames)) => {
+                    let result = if frames.is_empty() {
+                        "not_indexed"
+                    } else {
+                        "used"
+                    };
+                    self.metrics.grep_index_lookup(result);
+                    Some(frames)
+                }
+                Ok(None) => None,
+                Err(e) => {
                     tracing::warn!(error = %e, "grep goes without the full-text index");
                     self.metrics.grep_index_lookup("failed");
                     None
-                });
-            match &known {
-                Some(frames) if frames.is_empty() => {
-                    self.metrics.grep_index_lookup("not_indexed");
                 }
-                Some(_) => self.metrics.grep_index_lookup("used"),
-                None => {}
             }
-            known
         };
         grep::grep(reader, query, max_scan_bytes, known.as_deref()).await
     }
