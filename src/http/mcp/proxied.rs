@@ -27,13 +27,12 @@ const GREP: &str = "memory_grep";
 /// before it (this exchange's own offloads among it).
 const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
-const FETCH_DESCRIPTION: &str = "Read part of content that Cairn offloaded: text in this conversation \
-that starts with `[cairn: offloaded …` stands for a stored original, and its `mem://<id>` pointer gets it \
-back exactly. Give `uri` (mem://<id>, mem://<id>#L<a>-<b>, or the `next` of a previous answer) or \
-`memory_id`, and either `line_start`/`line_end` (1-based, inclusive) or `byte_offset`/`byte_length`. \
-Each call returns at most 2,000 lines and 64 KiB; `total_lines` tells the size, `truncated` says the \
-byte cap cut the range, and `next` points to the following range (null at the end). Page a large \
-output 200-500 lines at a time; use memory_search to find the lines that matter first.";
+const FETCH_DESCRIPTION: &str = "Read part of content Cairn offloaded: a `[cairn: offloaded …` marker \
+stands for a stored original, and its `mem://<id>` pointer gets it back exactly. Give `uri` (mem://<id>, \
+mem://<id>#L<a>-<b>, or a previous answer's `next`) or `memory_id`, and `line_start`/`line_end` (1-based, \
+inclusive) or `byte_offset`/`byte_length`. At most 2,000 lines and 64 KiB per call: `total_lines` gives \
+the size, `truncated` says the byte cap cut the range, `next` points to the following range (null at the \
+end). Page 200-500 lines at a time; find the lines that matter first with memory_grep or memory_search.";
 
 const GREP_DESCRIPTION: &str = "Find the lines matching a regular expression in one piece of content \
 Cairn offloaded (`uri` mem://<id> from a `[cairn: offloaded …` marker, or `memory_id`): answers each \
@@ -42,8 +41,7 @@ as plain text, `ignore_case: true` ignores case. Then read around a hit with mem
 
 const SEARCH_DESCRIPTION: &str = "Full-text search in the content Cairn stored (offloaded tool outputs \
 and texts): answers memory ids, titles and the matching lines with their line numbers, best first; \
-then read around a hit with memory_fetch (e.g. line_start = line - 20). Query syntax: words (all must \
-match), \"a phrase\", prefix*, AND, OR, NOT.";
+then read around a hit with memory_fetch (e.g. line_start = line - 20).";
 
 /// Arguments of the proxy's `memory_search`: three of MCP's filters. Its
 /// schema goes upstream with every request that carries a pointer, so it is
@@ -105,14 +103,48 @@ pub fn definitions() -> &'static [ToolDefinition] {
     })
 }
 
-/// The JSON Schema of a tool's arguments, as the MCP tool publishes it.
+/// The JSON Schema of a tool's arguments: the MCP tool's, compacted.
+///
+/// It goes upstream with every request that carries a pointer, and every
+/// later request reads it again from the provider's cache, so it keeps
+/// what tells a model how to call: the properties, their types,
+/// descriptions and bounds, and which are required. It drops what only
+/// Rust needs: the schema's own doc comment (written for developers),
+/// `format: uint64`, `minimum: 0` of unsigned numbers, `null` among the
+/// types of an optional property (leaving it out says the same) and
+/// `default` (the descriptions state the defaults that matter; a flag's is
+/// false). A release that changes these bytes costs each live
+/// conversation one cache miss, on its first request after the upgrade.
 fn schema<T: schemars::JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
     if let Some(map) = schema.as_object_mut() {
-        map.remove("$schema");
-        map.remove("title");
+        for key in ["$schema", "title", "description"] {
+            map.remove(key);
+        }
+        if let Some(Value::Object(properties)) = map.get_mut("properties") {
+            properties.values_mut().for_each(compact_property);
+        }
     }
     schema
+}
+
+/// One property of a tool's schema without its Rust-only keys (see [`schema`]).
+fn compact_property(property: &mut Value) {
+    let Some(map) = property.as_object_mut() else {
+        return;
+    };
+    map.remove("format");
+    map.remove("default");
+    if map.get("minimum") == Some(&json!(0)) {
+        map.remove("minimum");
+    }
+    if let Some(Value::Array(types)) = map.get("type") {
+        let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+        if let [only] = kept[..] {
+            let only = only.clone();
+            map.insert("type".to_owned(), only);
+        }
+    }
 }
 
 /// Cairn's tools for one exchange: the domain's [`Tools`] port, in the
@@ -179,4 +211,78 @@ fn to_json<T: serde::Serialize>(
 
 fn bad_arguments(err: &serde_json::Error) -> Value {
     json!({"error": {"code": "invalid_arguments", "message": format!("bad arguments: {err}")}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every property of the MCP tool's schema, with the types it allows
+    /// other than `null`.
+    fn properties(schema: &Value) -> Vec<(String, Vec<Value>)> {
+        let mut all: Vec<(String, Vec<Value>)> = schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, p)| {
+                let types = match &p["type"] {
+                    Value::Array(types) => types.iter().filter(|t| *t != "null").cloned().collect(),
+                    other => vec![other.clone()],
+                };
+                (name.clone(), types)
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    #[test]
+    fn the_offered_schemas_keep_every_property_and_type_and_drop_what_only_rust_needs() {
+        let full = [
+            serde_json::to_value(schemars::schema_for!(FetchArgs)).unwrap(),
+            serde_json::to_value(schemars::schema_for!(GrepArgs)).unwrap(),
+            serde_json::to_value(schemars::schema_for!(ProxySearchArgs)).unwrap(),
+        ];
+        for (tool, full) in definitions().iter().zip(&full) {
+            let offered = &tool.parameters;
+            assert_eq!(properties(offered), properties(full), "{}", tool.name);
+            assert_eq!(offered["required"], full["required"], "{}", tool.name);
+            assert_eq!(
+                offered["additionalProperties"],
+                json!(false),
+                "{}",
+                tool.name
+            );
+            let text = offered.to_string();
+            for dropped in ["\"null\"", "\"format\"", "\"default\"", "\"$schema\""] {
+                assert!(
+                    !text.contains(dropped),
+                    "{}: {dropped} in {text}",
+                    tool.name
+                );
+            }
+            assert!(offered.get("description").is_none(), "{}", tool.name);
+            for (name, p) in offered["properties"].as_object().unwrap() {
+                assert!(
+                    p["description"].is_string(),
+                    "{}.{name} lost its description",
+                    tool.name
+                );
+            }
+        }
+        // Bounds that are not the unsigned type's own stay.
+        let grep = &definitions()[1].parameters;
+        assert!(grep["properties"]["pattern"]["type"] == "string");
+    }
+
+    #[test]
+    fn calls_written_to_the_offered_schema_are_read() {
+        let args =
+            json!({"uri": "mem://abc", "pattern": "x", "fixed": true, "context": 2, "after": 5});
+        let parsed: GrepArgs = serde_json::from_value(args).unwrap();
+        assert_eq!(parsed.after, 5);
+        let fetch: FetchArgs =
+            serde_json::from_value(json!({"uri": "mem://abc", "line_start": 3})).unwrap();
+        assert_eq!(fetch.line_start, Some(3));
+    }
 }
