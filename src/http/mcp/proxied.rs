@@ -270,19 +270,37 @@ mod tests {
                 );
             }
         }
-        // Bounds that are not the unsigned type's own stay.
-        let grep = &definitions()[1].parameters;
-        assert!(grep["properties"]["pattern"]["type"] == "string");
+    }
+
+    /// A call that gives every argument the offered schema names, each a
+    /// value of the type the schema states for it.
+    fn call_to(schema: &Value) -> Value {
+        let arguments = schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, p)| {
+                let value = match p["type"].as_str() {
+                    Some("integer") => json!(3),
+                    Some("boolean") => json!(true),
+                    _ => json!("mem://abc"),
+                };
+                (name.clone(), value)
+            })
+            .collect();
+        Value::Object(arguments)
     }
 
     #[test]
-    fn calls_written_to_the_offered_schema_are_read() {
-        let args =
-            json!({"uri": "mem://abc", "pattern": "x", "fixed": true, "context": 2, "after": 5});
-        let parsed: GrepArgs = serde_json::from_value(args).unwrap();
-        assert_eq!(parsed.after, 5);
-        let fetch: FetchArgs =
-            serde_json::from_value(json!({"uri": "mem://abc", "line_start": 3})).unwrap();
+    fn a_call_written_to_the_offered_schemas_is_read_by_the_tools() {
+        let [fetch, grep, search] = definitions() else {
+            panic!("three tools");
+        };
+        let fetch: FetchArgs = serde_json::from_value(call_to(&fetch.parameters)).unwrap();
         assert_eq!(fetch.line_start, Some(3));
+        let grep: GrepArgs = serde_json::from_value(call_to(&grep.parameters)).unwrap();
+        assert_eq!(grep.after, 3);
+        let search: ProxySearchArgs = serde_json::from_value(call_to(&search.parameters)).unwrap();
+        assert_eq!(search.limit, Some(3));
     }
 }
