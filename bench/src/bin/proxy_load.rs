@@ -174,6 +174,8 @@ struct Run {
     rss: Vec<(f64, u64)>,
     /// Where Cairn's memory is, every 10 s.
     memory: Vec<MemorySample>,
+    /// The 1-s sample with the highest RSS, by kind (no allocator figures).
+    peak: Option<MemorySample>,
     /// REST calls made beside the load, their latencies and failures.
     rest: Vec<Duration>,
     rest_errors: Vec<String>,
@@ -197,11 +199,23 @@ async fn run_load(
         tokio::spawn(async move {
             let mut samples = Vec::new();
             let mut memory = Vec::new();
+            let mut peak: Option<MemorySample> = None;
+            let mut peak_rss = 0;
             let mut tick = 0u64;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 if let Ok(m) = shared::procfs::memory(pid) {
                     let at = started.elapsed().as_secs_f64();
                     samples.push((at, m.rss_kib));
+                    if m.rss_kib > peak_rss {
+                        peak_rss = m.rss_kib;
+                        peak = Some(MemorySample {
+                            at,
+                            anon_kib: m.anon_kib,
+                            file_kib: m.file_kib,
+                            allocated: None,
+                            resident: None,
+                        });
+                    }
                     if tick.is_multiple_of(10) {
                         let (allocated, resident) = allocator(&client, &metrics).await;
                         memory.push(MemorySample {
@@ -216,7 +230,7 @@ async fn run_load(
                 tick += 1;
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            (samples, memory)
+            (samples, memory, peak)
         })
     });
     let tag = if pid.is_some() { "cairn" } else { "direct" };
@@ -260,7 +274,7 @@ async fn run_load(
         run.rest_errors.extend(errors);
     }
     if let Some(sampler) = sampler {
-        (run.rss, run.memory) = sampler.await?;
+        (run.rss, run.memory, run.peak) = sampler.await?;
     }
     let spent = spent.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
     for outcome in outcomes {
@@ -774,6 +788,23 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
             "| Cairn's RSS every 5 minutes | — | {} | flat |\n",
             marks.join(" · ")
         ));
+        // A one-second peak says little without when it came and of what:
+        // the index's mapped files (which the kernel takes back first) or heap.
+        let over = through
+            .rss
+            .iter()
+            .filter(|(_, kib)| kib * 1024 >= 300_000_000)
+            .count();
+        if let Some(p) = &through.peak {
+            out.push_str(&format!(
+                "| Cairn's RSS at its peak: when, anonymous / file-backed; seconds at or over 300 MB | — | {:.1} min, {} / {} MiB; {} s of {} | < 300 MB |\n",
+                p.at / 60.0,
+                p.anon_kib / 1024,
+                p.file_kib / 1024,
+                over,
+                through.rss.len()
+            ));
+        }
         // The first minutes fill the caches from idle: a slope over the whole
         // run counts that filling as growth. From the 5th minute on, and by
         // kind (the index's mapped files grow with the index).
