@@ -90,7 +90,15 @@ async fn main() -> anyhow::Result<()> {
     let direct = if args.skip_direct {
         Run::default()
     } else {
-        run_load(&client, &format!("{upstream}/v1"), &args, &spent, None).await?
+        run_load(
+            &client,
+            &format!("{upstream}/v1"),
+            &args,
+            &spent,
+            None,
+            None,
+        )
+        .await?
     };
 
     let dir = std::env::temp_dir().join(format!("cairn-proxy-load-{}", std::process::id()));
@@ -119,7 +127,15 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let idle_rss = shared::procfs::memory(pid)?.rss_kib;
-    let through = run_load(&client, &format!("{cairn}/v1"), &args, &spent, Some(pid)).await?;
+    let through = run_load(
+        &client,
+        &format!("{cairn}/v1"),
+        &args,
+        &spent,
+        Some(pid),
+        Some(dir.clone()),
+    )
+    .await?;
     // What Cairn keeps once the load is over.
     tokio::time::sleep(Duration::from_secs(15)).await;
     let after_rss = shared::procfs::memory(pid)?.rss_kib;
@@ -142,6 +158,8 @@ struct MemorySample {
     /// jemalloc's live and resident bytes (`cairn_allocator_bytes`), when scraped.
     allocated: Option<u64>,
     resident: Option<u64>,
+    /// The search index on disk: bytes and segments (10-s samples only).
+    index: Option<(u64, usize)>,
 }
 
 /// jemalloc's allocated and resident bytes from Cairn's `/metrics`.
@@ -166,18 +184,25 @@ struct Run {
     errors: Vec<String>,
     /// Streamed turns: client head latency minus the stand-in's first delay.
     first_byte_added: Vec<Duration>,
+    /// When each streamed turn's head came (seconds since the start), in
+    /// the order of `first_byte_added`: the tail by time window.
+    first_byte_at: Vec<f64>,
     /// JSON turns: client latency minus the stand-in's time over all rounds.
     whole_added: Vec<Duration>,
     /// Upstream rounds per turn (1 direct; 2 through Cairn: the retrieval).
     rounds: Vec<usize>,
     /// (seconds since start, RSS KiB) samples of Cairn.
     rss: Vec<(f64, u64)>,
+    /// The same samples' anonymous and file-backed KiB, in the same order.
+    rss_kinds: Vec<(u64, u64)>,
     /// Where Cairn's memory is, every 10 s.
     memory: Vec<MemorySample>,
     /// The 1-s sample with the highest RSS, by kind (no allocator figures).
     peak: Option<MemorySample>,
     /// REST calls made beside the load, their latencies and failures.
     rest: Vec<Duration>,
+    /// When each REST call ended (seconds since the start), as `rest`.
+    rest_at: Vec<f64>,
     rest_errors: Vec<String>,
     elapsed: Duration,
 }
@@ -188,6 +213,7 @@ async fn run_load(
     args: &Args,
     spent: &Ledger,
     pid: Option<u32>,
+    data_dir: Option<std::path::PathBuf>,
 ) -> anyhow::Result<Run> {
     let started = Instant::now();
     let deadline = (args.minutes > 0).then(|| started + Duration::from_secs(args.minutes * 60));
@@ -196,8 +222,10 @@ async fn run_load(
         let done = done.clone();
         let client = client.clone();
         let metrics = format!("{}/metrics", base.trim_end_matches("/v1"));
+        let data_dir = data_dir.clone();
         tokio::spawn(async move {
             let mut samples = Vec::new();
+            let mut kinds = Vec::new();
             let mut memory = Vec::new();
             let mut peak: Option<MemorySample> = None;
             let mut peak_rss = 0;
@@ -206,6 +234,7 @@ async fn run_load(
                 if let Ok(m) = shared::procfs::memory(pid) {
                     let at = started.elapsed().as_secs_f64();
                     samples.push((at, m.rss_kib));
+                    kinds.push((m.anon_kib, m.file_kib));
                     if m.rss_kib > peak_rss {
                         peak_rss = m.rss_kib;
                         peak = Some(MemorySample {
@@ -214,6 +243,7 @@ async fn run_load(
                             file_kib: m.file_kib,
                             allocated: None,
                             resident: None,
+                            index: None,
                         });
                     }
                     if tick.is_multiple_of(10) {
@@ -224,13 +254,14 @@ async fn run_load(
                             file_kib: m.file_kib,
                             allocated,
                             resident,
+                            index: data_dir.as_deref().map(index_on_disk),
                         });
                     }
                 }
                 tick += 1;
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            (samples, memory, peak)
+            (samples, kinds, memory, peak)
         })
     });
     let tag = if pid.is_some() { "cairn" } else { "direct" };
@@ -245,7 +276,7 @@ async fn run_load(
             let start = Duration::from_millis((c as u64 * 2000) / conversations.max(1) as u64);
             tokio::spawn(async move {
                 tokio::time::sleep(start).await;
-                conversation(&client, &base, c, turns, deadline, &tag).await
+                conversation(&client, &base, c, turns, deadline, &tag, started).await
             })
         })
         .collect();
@@ -255,7 +286,7 @@ async fn run_load(
                 let client = client.clone();
                 let base = base.to_owned();
                 let done = done.clone();
-                tokio::spawn(async move { rest_client(&client, &base, r, &done).await })
+                tokio::spawn(async move { rest_client(&client, &base, r, &done, started).await })
             })
             .collect()
     } else {
@@ -270,11 +301,14 @@ async fn run_load(
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     for task in rest {
         let (latencies, errors) = task.await?;
-        run.rest.extend(latencies);
+        for (at, took) in latencies {
+            run.rest_at.push(at);
+            run.rest.push(took);
+        }
         run.rest_errors.extend(errors);
     }
     if let Some(sampler) = sampler {
-        (run.rss, run.memory, run.peak) = sampler.await?;
+        (run.rss, run.rss_kinds, run.memory, run.peak) = sampler.await?;
     }
     let spent = spent.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
     for outcome in outcomes {
@@ -286,6 +320,7 @@ async fn run_load(
                 let total = spent.total.get(&t.key).copied().unwrap_or_default();
                 if t.stream {
                     run.first_byte_added.push(t.head.saturating_sub(first));
+                    run.first_byte_at.push(t.at);
                 } else {
                     run.rounds.push(t.rounds);
                     run.whole_added.push(t.whole.saturating_sub(total));
@@ -303,6 +338,8 @@ struct Turn {
     head: Duration,
     whole: Duration,
     rounds: usize,
+    /// When its head came, seconds since the load started.
+    at: f64,
 }
 
 /// A conversation: turn after turn, each adding an assistant call and a new
@@ -314,6 +351,7 @@ async fn conversation(
     turns: usize,
     deadline: Option<Instant>,
     tag: &str,
+    started: Instant,
 ) -> Vec<Result<Turn, String>> {
     let stream = c.is_multiple_of(2);
     let opening = |turn: usize| {
@@ -343,7 +381,7 @@ async fn conversation(
         let key = format!("{tag}-{c}-{turn}");
         let body = json!({"model": "gpt-4.1", "stream": stream, "messages": messages,
             "tools": [{"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}]});
-        let result = one_turn(client, base, &key, stream, &body).await;
+        let result = one_turn(client, base, &key, stream, &body, started).await;
         if let Ok((_, text)) = &result {
             messages.push(json!({"role": "assistant", "content": text}));
             messages.push(json!({"role": "user", "content": "go on"}));
@@ -360,6 +398,7 @@ async fn one_turn(
     key: &str,
     stream: bool,
     body: &Value,
+    load_started: Instant,
 ) -> Result<(Turn, String), String> {
     let started = Instant::now();
     let response = client
@@ -371,6 +410,7 @@ async fn one_turn(
         .await
         .map_err(|e| format!("send: {e}"))?;
     let head = started.elapsed();
+    let at = load_started.elapsed().as_secs_f64();
     let status = response.status();
     let rounds = response
         .headers()
@@ -396,6 +436,7 @@ async fn one_turn(
             head,
             whole,
             rounds,
+            at,
         },
         "done".to_owned(),
     ))
@@ -408,7 +449,8 @@ async fn rest_client(
     base: &str,
     r: usize,
     done: &std::sync::atomic::AtomicBool,
-) -> (Vec<Duration>, Vec<String>) {
+    load_started: Instant,
+) -> (Vec<(f64, Duration)>, Vec<String>) {
     let (mut latencies, mut errors) = (Vec::new(), Vec::new());
     let mut i = 0usize;
     while !done.load(std::sync::atomic::Ordering::Relaxed) {
@@ -435,7 +477,7 @@ async fn rest_client(
                 Ok(answer) => Err(format!("{}", answer.status())),
                 Err(e) => Err(format!("send: {e}")),
             };
-            latencies.push(started.elapsed());
+            latencies.push((load_started.elapsed().as_secs_f64(), started.elapsed()));
             result
         };
         let put = call(
@@ -609,6 +651,82 @@ fn tokio_stream_of(
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
+/// The search index under a data directory (`*-fulltext`): its files' bytes
+/// and its segments (one `.term` file each); (0, 0) when it cannot be read.
+fn index_on_disk(data_dir: &std::path::Path) -> (u64, usize) {
+    let Ok(entries) = std::fs::read_dir(data_dir) else {
+        return (0, 0);
+    };
+    let mut found = (0, 0);
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().ends_with("-fulltext") {
+            continue;
+        }
+        for file in std::fs::read_dir(entry.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            found.0 += file.metadata().map_or(0, |m| m.len());
+            if file.file_name().to_string_lossy().ends_with(".term") {
+                found.1 += 1;
+            }
+        }
+    }
+    found
+}
+
+/// Latency by time window of a soak: for each window, the streamed turns'
+/// first byte added (p50 / p99, and how many over 50 ms) and the REST
+/// calls' p99, so a tail tells whether it grew with the run or came at once.
+fn windows(run: &Run, window_secs: f64) -> Vec<String> {
+    let end = run.elapsed.as_secs_f64();
+    let mut out = Vec::new();
+    let mut from = 0.0;
+    while from < end {
+        let to = from + window_secs;
+        let within = |at: &[f64], took: &[Duration]| -> Vec<Duration> {
+            at.iter()
+                .zip(took)
+                .filter(|(at, _)| **at >= from && **at < to)
+                .map(|(_, took)| *took)
+                .collect()
+        };
+        let first = within(&run.first_byte_at, &run.first_byte_added);
+        let rest = within(&run.rest_at, &run.rest);
+        let slow = first
+            .iter()
+            .filter(|d| **d >= Duration::from_millis(50))
+            .count();
+        // The window's highest 1-s RSS, and of what.
+        let peak = run
+            .rss
+            .iter()
+            .zip(&run.rss_kinds)
+            .filter(|((at, _), _)| *at >= from && *at < to)
+            .max_by_key(|((_, kib), _)| *kib)
+            .map_or(String::new(), |((_, kib), (anon, file))| {
+                format!(
+                    ", RSS peak {} MiB ({} / {})",
+                    kib / 1024,
+                    anon / 1024,
+                    file / 1024
+                )
+            });
+        out.push(format!(
+            "{:.0}–{:.0} min: {:.1} / {:.1} ms ({slow} of {}), REST {:.1}{peak}",
+            from / 60.0,
+            to.min(end) / 60.0,
+            percentile(&first, 0.5),
+            percentile(&first, 0.99),
+            first.len(),
+            percentile(&rest, 0.99)
+        ));
+        from = to;
+    }
+    out
+}
+
 fn free_port() -> anyhow::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
@@ -677,8 +795,11 @@ fn memory_marks(samples: &[MemorySample], every_five_minutes: bool) -> Vec<Strin
     shown
         .iter()
         .map(|s| {
+            let index = s.index.map_or(String::new(), |(bytes, segments)| {
+                format!(" (index {} MiB, {segments} segments)", bytes >> 20)
+            });
             format!(
-                "{:.0} min: {} ({} / {}), {} MiB",
+                "{:.0} min: {} ({} / {}), {} MiB{index}",
                 s.at / 60.0,
                 s.anon_kib / 1024,
                 mib(s.resident),
@@ -788,6 +909,10 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
             "| Cairn's RSS every 5 minutes | — | {} | flat |\n",
             marks.join(" · ")
         ));
+        out.push_str(&format!(
+            "| by 15-minute window: first byte added p50 / p99 (turns at or over 50 ms of all), REST p99, RSS peak (anonymous / file-backed) | — | {} | p99 < 50 ms |\n",
+            windows(through, 900.0).join(" · ")
+        ));
         // A one-second peak says little without when it came and of what:
         // the index's mapped files (which the kernel takes back first) or heap.
         let over = through
@@ -830,7 +955,7 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
         ));
     }
     out.push_str(&format!(
-        "| where it is: anonymous (jemalloc resident / allocated), file-backed{} | — | {} | — |\n",
+        "| where it is: anonymous (jemalloc resident / allocated), file-backed (the search index on disk){} | — | {} | — |\n",
         if args.minutes > 0 {
             ", every 5 minutes"
         } else {
