@@ -684,7 +684,13 @@ fn windows(run: &Run, window_secs: f64) -> Vec<String> {
     let mut out = Vec::new();
     let mut from = 0.0;
     while from < end {
-        let to = from + window_secs;
+        // A remainder shorter than a quarter window (the seconds after the
+        // last whole one) goes into the window before it.
+        let to = if end - (from + window_secs) < window_secs / 4.0 {
+            end + 1.0
+        } else {
+            from + window_secs
+        };
         let within = |at: &[f64], took: &[Duration]| -> Vec<Duration> {
             at.iter()
                 .zip(took)
