@@ -5,6 +5,9 @@
 //! bench/REPORT.md between `<!-- proxy -->` markers.
 //!
 //! `cargo run --release -p cairn-bench --bin proxy_bench`
+//!
+//! `PROXY_BENCH_CPU_ONLY=N` runs only the CPU measure of the ten-piece
+//! requests, over N of them, and prints it (for `perf record`).
 
 #![allow(dead_code)]
 
@@ -50,11 +53,36 @@ async fn main() -> anyhow::Result<()> {
     let no_index = serve_cairn(&dir.join("no-index"), &upstream, true, false).await?;
     let client = reqwest::Client::new();
     let direct = format!("{upstream}/v1/chat/completions");
+    // `PROXY_BENCH_CPU_ONLY=N`: only the CPU measure, over N requests (to
+    // run under `perf record`, which then sees the ten-piece path alone).
+    if let Some(runs) = std::env::var("PROXY_BENCH_CPU_ONLY")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        let floor = cpu_per_offload(
+            &client,
+            &format!("{no_index}/v1/chat/completions"),
+            &direct,
+            runs,
+        )
+        .await?;
+        let (via, direct) = (p50_p99(&floor.via), p50_p99(&floor.direct));
+        println!(
+            "{runs} requests: through Cairn p50 {:.2} ms, direct {:.2} ms, Cairn's CPU {:.1} ms a request",
+            via.0, direct.0, floor.cairn_cpu_ms
+        );
+        return Ok(());
+    }
 
     // 0. First, while nothing else has run: Cairn's own CPU per request with
     // ten new pieces, through a Cairn without a search index.
-    let floor =
-        cpu_per_offload(&client, &format!("{no_index}/v1/chat/completions"), &direct).await?;
+    let floor = cpu_per_offload(
+        &client,
+        &format!("{no_index}/v1/chat/completions"),
+        &direct,
+        CPU_RUNS,
+    )
+    .await?;
     let proxied = format!("{cairn}/v1/chat/completions");
     let proxied_off = format!("{cairn_off}/v1/chat/completions");
 
@@ -186,7 +214,7 @@ struct Floor {
     cairn_cpu_ms: f64,
 }
 
-/// [`CPU_RUNS`] requests with ten new pieces each through `proxied` (after
+/// `runs` requests with ten new pieces each through `proxied` (after
 /// five to warm up), then the same bodies straight to `direct`, this
 /// process's CPU time read around each loop. The bodies are made first, so
 /// that only the requests are measured.
@@ -194,8 +222,9 @@ async fn cpu_per_offload(
     client: &reqwest::Client,
     proxied: &str,
     direct: &str,
+    runs: usize,
 ) -> anyhow::Result<Floor> {
-    let bodies: Vec<String> = (0..CPU_RUNS + 5)
+    let bodies: Vec<String> = (0..runs + 5)
         .map(|run| {
             json!({"model": "gpt-4.1", "messages": tool_conversation(5_000 + run as u64)})
                 .to_string()
@@ -217,7 +246,7 @@ async fn cpu_per_offload(
         straight.push(call(client, direct, body).await?.0);
     }
     let alone = shared::procfs::cpu_time("self")? - started;
-    let per = |cpu: Duration| cpu.as_secs_f64() * 1e3 / CPU_RUNS as f64;
+    let per = |cpu: Duration| cpu.as_secs_f64() * 1e3 / runs as f64;
     Ok(Floor {
         via,
         direct: straight,

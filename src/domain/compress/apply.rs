@@ -28,6 +28,7 @@ pub(super) fn apply(
         counter,
         selection,
         tokens_before,
+        digested,
         ..
     } = prepared;
     let system = system.map(Arc::unwrap_or_clone);
@@ -39,7 +40,7 @@ pub(super) fn apply(
     for (&i, stored) in selection.pieces.iter().zip(piece_refs) {
         let piece = &ctx.pieces[i];
         let text = ctx.text(piece);
-        let tokens = counter.count_cached(text);
+        let tokens = counter.count_digested(text, &digested);
         let what = match &piece.tool {
             Some(tool) if piece.is_tool_result() => format!("offloaded tool_output {tool}"),
             _ => format!("offloaded {} text", piece.role),

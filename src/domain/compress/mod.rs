@@ -35,7 +35,7 @@ use self::format::Format;
 use self::offload::{Job, Offloader, StoredRef};
 use super::DomainError;
 use super::memories::Memories;
-use super::tokens::Counter;
+use super::tokens::{Counter, Digested};
 
 /// Characters a marker adds beyond its summary (header line, id, counts):
 /// texts shorter than `summary_chars` plus this are never offloaded.
@@ -287,12 +287,15 @@ impl Compressor {
             .await?;
         // The input is counted after the puts, not beside them: each piece
         // stored left its exact count in the shared cache under its content
-        // hash, so its text costs a SHA-256 pass here instead of a second
-        // BPE pass competing with the puts for the same cores.
+        // hash, which its job made already, so its text costs neither a
+        // second BPE pass competing with the puts for the same cores nor a
+        // second SHA-256 pass.
         spawn_blocking(move || {
-            prepared.tokens_before = prepared
-                .counter
-                .count_messages(&prepared.messages, prepared.system.as_deref());
+            prepared.tokens_before = prepared.counter.count_messages_digested(
+                &prepared.messages,
+                prepared.system.as_deref(),
+                &prepared.digested,
+            );
             apply::apply(prepared, &refs, &options, policy)
         })
         .await?
@@ -335,6 +338,9 @@ struct Prepared {
     counter: Counter,
     selection: Selection,
     jobs: Vec<Job>,
+    /// The digests the jobs made of the texts they store, as those texts
+    /// sit in `messages` (kept alive and unchanged with them).
+    digested: Digested,
     /// Counted while the pieces are stored.
     tokens_before: u64,
 }
@@ -352,11 +358,16 @@ fn prepare(input: Input, policy: Policy, options: &Options) -> Result<Prepared, 
     let ctx = Context::new(format, &input.messages, options);
     let selection = ctx.select(policy);
     let jobs = ctx.jobs(&selection);
+    let mut digested = Digested::default();
+    for (&i, job) in selection.pieces.iter().zip(&jobs) {
+        digested.note(ctx.text(&ctx.pieces[i]), job.hash);
+    }
     Ok(Prepared {
         format,
         counter,
         selection,
         jobs,
+        digested,
         tokens_before: 0,
         messages: Arc::new(input.messages),
         system: input.system.map(Arc::new),

@@ -69,16 +69,23 @@ impl Spliced {
 
     /// Takes `new` as the body's value, its bytes spliced from the old ones.
     pub fn replace(&mut self, new: Value) -> Result<(), serde_json::Error> {
+        self.swap(new).map(drop)
+    }
+
+    /// Like [`Spliced::replace`], answering the value replaced: the body as
+    /// it was, without a copy or a parse of it (an unchanged body answers
+    /// `new`, which equals it).
+    pub fn swap(&mut self, new: Value) -> Result<Value, serde_json::Error> {
         if new == *self.value() {
-            return Ok(());
+            return Ok(new);
         }
         let text = std::str::from_utf8(&self.bytes).map_err(serde::de::Error::custom)?;
         let raw: &RawValue = serde_json::from_str(text)?;
         let mut out = Vec::with_capacity(self.bytes.len());
         write(&mut out, raw, self.value(), &new)?;
         self.bytes = Bytes::from(out);
-        self.value = OnceLock::from(new);
-        Ok(())
+        let old = std::mem::replace(&mut self.value, OnceLock::from(new));
+        Ok(old.into_inner().unwrap_or(Value::Null))
     }
 
     /// Applies `edit` to a copy of the value and splices the result in.

@@ -23,7 +23,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Counter;
+use super::{Counter, Digested};
 
 /// Tokens every message costs beyond its text.
 pub const TOKENS_PER_MESSAGE: u64 = 3;
@@ -39,9 +39,15 @@ pub const OVERHEAD_METHOD: &str = "overhead:3/message,1/name,3/reply";
 /// exhausting the stack.
 const MAX_DEPTH: usize = 32;
 
-/// Tokens of `messages` (and a top-level `system`), overhead included.
-pub fn count(counter: &Counter, messages: &[Value], system: Option<&Value>) -> u64 {
-    let walk = Walk { counter };
+/// Tokens of `messages` (and a top-level `system`), overhead included;
+/// texts whose digests `known` holds are not hashed again.
+pub fn count(
+    counter: &Counter,
+    messages: &[Value],
+    system: Option<&Value>,
+    known: &Digested,
+) -> u64 {
+    let walk = Walk { counter, known };
     let system = system.map_or(0, |system| {
         TOKENS_PER_MESSAGE + counter.count("system") + walk.content(system, 0)
     });
@@ -51,11 +57,12 @@ pub fn count(counter: &Counter, messages: &[Value], system: Option<&Value>) -> u
 
 struct Walk<'a> {
     counter: &'a Counter,
+    known: &'a Digested,
 }
 
 impl Walk<'_> {
     fn text(&self, text: &str) -> u64 {
-        self.counter.count_cached(text)
+        self.counter.count_digested(text, self.known)
     }
 
     fn message(&self, message: &Value) -> u64 {

@@ -7,6 +7,7 @@
 //! [`messages`]; stored contents, frame by frame, in [`stream`]. Counts of
 //! large texts are kept by content hash ([`Counter::count_cached`]).
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -97,6 +98,33 @@ impl Encoding {
             Self::O200kBase => bpe_openai::o200k_base(),
             Self::Cl100kBase => bpe_openai::cl100k_base(),
         }
+    }
+}
+
+/// The SHA-256 digests a caller has already made of texts it holds, so
+/// that counting them through the cache ([`Counter::count_digested`]) costs
+/// no second pass over them: the compressor hashes each piece it stores
+/// once, then counts the request and the pieces again by these digests.
+///
+/// A text is known by where it is in memory (its address and length), not
+/// by its bytes: the holder notes texts it borrows from values it keeps
+/// alive and unchanged for as long as it uses the digests, so an address
+/// always names the text it was noted for.
+#[derive(Debug, Default)]
+pub struct Digested(HashMap<(usize, usize), [u8; 32]>);
+
+impl Digested {
+    /// Notes that `text`, as it sits in memory, has SHA-256 `digest`.
+    pub fn note(&mut self, text: &str, digest: [u8; 32]) {
+        self.0.insert((text.as_ptr() as usize, text.len()), digest);
+    }
+
+    /// The digest noted for `text`, if this very text was noted.
+    fn get(&self, text: &str) -> Option<[u8; 32]> {
+        if self.0.is_empty() {
+            return None;
+        }
+        self.0.get(&(text.as_ptr() as usize, text.len())).copied()
     }
 }
 
@@ -201,9 +229,17 @@ impl Counter {
     /// Only exact counts are cached: an estimate counts characters, which is
     /// faster than hashing them.
     pub fn count_cached(&self, text: &str) -> u64 {
+        self.count_digested(text, &Digested::default())
+    }
+
+    /// Like [`Counter::count_cached`], taking the text's SHA-256 from `known`
+    /// when it holds it instead of hashing the text again.
+    pub fn count_digested(&self, text: &str, known: &Digested) -> u64 {
         match self {
             Self::Exact(encoding) if text.len() >= CACHE_MIN_BYTES => {
-                let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+                let digest = known
+                    .get(text)
+                    .unwrap_or_else(|| Sha256::digest(text.as_bytes()).into());
                 encoding.cached(digest, || self.count(text))
             }
             _ => self.count(text),
@@ -220,7 +256,18 @@ impl Counter {
         messages: &[serde_json::Value],
         system: Option<&serde_json::Value>,
     ) -> u64 {
-        messages::count(self, messages, system)
+        messages::count(self, messages, system, &Digested::default())
+    }
+
+    /// Like [`Counter::count_messages`], taking the SHA-256 of the texts
+    /// `known` holds from it ([`Counter::count_digested`]).
+    pub fn count_messages_digested(
+        &self,
+        messages: &[serde_json::Value],
+        system: Option<&serde_json::Value>,
+        known: &Digested,
+    ) -> u64 {
+        messages::count(self, messages, system, known)
     }
 
     /// The method of a message-list count: [`Counter::method`] and the overhead

@@ -1,7 +1,9 @@
 //! Our counts against the reference: tiktoken's published encodings, and
 //! tiktoken-rs (OpenAI's tiktoken core, vendored) on varied real text.
 
-use super::{Counter, Encoding};
+use sha2::{Digest, Sha256};
+
+use super::{Counter, Digested, Encoding};
 
 fn bpe_encode(encoding: Encoding, text: &str) -> Vec<u32> {
     encoding.tokenizer().encode(text)
@@ -101,4 +103,29 @@ fn counts_equal_tiktoken_on_varied_real_text() {
             );
         }
     }
+}
+
+/// A digest noted for a text is used for that very text only: a copy of it
+/// elsewhere in memory is hashed, and a wrong digest noted for a text
+/// shows in its count (it names another text's cached count).
+#[test]
+fn noted_digests_name_the_text_where_it_sits() {
+    let counter = Counter::Exact(Encoding::O200kBase);
+    let text = "cargo test --workspace: 412 passed, 3 failed\n".repeat(200);
+    let short = "ok ".repeat(2_000);
+    let exact = counter.count(&text);
+    let mut known = Digested::default();
+    known.note(&text, Sha256::digest(text.as_bytes()).into());
+    assert_eq!(counter.count_digested(&text, &known), exact);
+    let copy = text.clone();
+    assert_eq!(counter.count_digested(&copy, &known), exact);
+    // The short text's count cached under its digest, then that digest
+    // noted for the long text: the long text now answers the short one's.
+    let short_digest: [u8; 32] = Sha256::digest(short.as_bytes()).into();
+    let short_count = counter.count_cached(&short);
+    let mut wrong = Digested::default();
+    wrong.note(&text, short_digest);
+    assert_eq!(counter.count_digested(&text, &wrong), short_count);
+    assert_ne!(short_count, exact);
+    assert_eq!(counter.count_digested(&copy, &wrong), exact);
 }

@@ -63,7 +63,7 @@ pub async fn open(
     body: &mut Spliced,
     started: Instant,
 ) -> Result<Opened, DomainError> {
-    let client = Client::of(o.exchanges, body, o.thread.or(o.session));
+    let mut client = Client::of(o.exchanges, body, o.thread.or(o.session));
     let mut value = body.value().clone();
     let report = o
         .rewriter
@@ -80,8 +80,10 @@ pub async fn open(
     } else {
         Vec::new()
     };
-    body.replace(value)
+    let original = body
+        .swap(value)
         .map_err(|e| DomainError::Internal(e.to_string()))?;
+    client.keep_value(original);
     let span = tracing::Span::current();
     span.record("tokens_before", report.tokens_before);
     span.record("tokens_after", report.tokens_after);

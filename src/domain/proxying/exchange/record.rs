@@ -21,6 +21,9 @@ pub struct Client {
     bytes: bytes::Bytes,
     /// The thread or session the client named.
     named: Option<String>,
+    /// Its parsed value, once the rewrite is done with it (`None` while
+    /// the ledger is off): the ledger reads it instead of parsing `bytes`.
+    value: Option<Value>,
 }
 
 impl Client {
@@ -34,6 +37,15 @@ impl Client {
                 bytes::Bytes::new()
             },
             named: named.map(str::to_owned),
+            value: None,
+        }
+    }
+
+    /// Keeps `value`, the request's value as the client sent it, when the
+    /// ledger keeps the request.
+    pub fn keep_value(&mut self, value: Value) {
+        if !self.bytes.is_empty() {
+            self.value = Some(value);
         }
     }
 }
@@ -62,6 +74,7 @@ pub fn begin(
         endpoint,
         model,
         client: client.bytes,
+        client_value: client.value,
         upstream: body.shared(),
         streamed,
         tokens: (report.tokens_before, report.tokens_after, &report.method),

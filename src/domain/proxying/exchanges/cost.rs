@@ -17,7 +17,7 @@
 //!   the shared part is read, the rest written, for 5 minutes (or an hour
 //!   with `"ttl": "1h"`); under 1,024 tokens nothing is cached.
 
-use std::hash::{DefaultHasher, Hasher};
+use std::hash::{BuildHasher, Hasher};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -241,11 +241,21 @@ fn strip_cache_control(value: &mut Value) {
     }
 }
 
-/// Hashes what is written to it and counts the bytes.
-#[derive(Default)]
+/// Hashes what is written to it and counts the bytes. The hash is
+/// foldhash's with fixed seeds (several times SipHash's speed on long
+/// texts): profiles are compared within this process only, never stored.
 struct HashingWriter {
-    hasher: DefaultHasher,
+    hasher: foldhash::fast::FoldHasher<'static>,
     bytes: u64,
+}
+
+impl Default for HashingWriter {
+    fn default() -> Self {
+        Self {
+            hasher: foldhash::fast::FixedState::default().build_hasher(),
+            bytes: 0,
+        }
+    }
 }
 
 impl HashingWriter {

@@ -37,6 +37,9 @@ pub struct Started<'a> {
     pub model: &'a str,
     /// The request's bytes as the client sent them (shared with the request, not copied).
     pub client: Bytes,
+    /// The same request parsed, when the caller has it (else the bytes are
+    /// parsed again for its profile).
+    pub client_value: Option<Value>,
     /// The request's bytes as they go upstream (shared, not copied).
     pub upstream: Bytes,
     /// True when the client asked for a stream.
@@ -103,7 +106,7 @@ impl Trace {
             endpoint: s.endpoint,
             model: s.model.to_owned(),
             at_ms: now_ms(),
-            client: ClientRequest::of(s.endpoint, s.client),
+            client: ClientRequest::of(s.endpoint, s.client, s.client_value),
             upstream: s.upstream,
             figures: Figures {
                 streamed: s.streamed,
@@ -263,16 +266,18 @@ enum Profiled {
 
 impl ClientRequest {
     /// Reads `client`, sent to `endpoint`: its caching at once (a scan), its
-    /// profile on a blocking thread when a runtime is there (the bytes are
-    /// parsed again there and dropped once done), here otherwise.
-    fn of(endpoint: Endpoint, client: Bytes) -> Self {
+    /// profile on a blocking thread when a runtime is there, here
+    /// otherwise, from `value` (the request parsed) or, without it, from
+    /// the bytes parsed again there; either is dropped once done.
+    fn of(endpoint: Endpoint, client: Bytes, value: Option<Value>) -> Self {
         let caching = Caching::of(endpoint.provider(), &client);
         let bytes = client.len();
         let list = wire::of(endpoint).conversation_key();
-        let work = move || {
-            serde_json::from_slice::<Value>(&client)
+        let work = move || match value {
+            Some(value) => Profile::of(&value, list),
+            None => serde_json::from_slice::<Value>(&client)
                 .map(|value| Profile::of(&value, list))
-                .unwrap_or_default()
+                .unwrap_or_default(),
         };
         let profile = match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
