@@ -424,3 +424,33 @@ async fn content_at_the_size_or_not_text_is_answered_as_counted() {
     assert_eq!(got["token_method"], "estimate:bytes/4");
     assert_eq!(got["tokens"], (binary.len() as u64).div_ceil(4));
 }
+
+#[tokio::test]
+async fn a_one_frame_put_is_counted_exactly_as_it_is_stored() {
+    // Over the size worked on inline (16 KiB) and under a frame: one frame,
+    // counted by the frame worker that redacts and compresses it.
+    let app = spawn_app().await;
+    let text: String = (0..2_500)
+        .map(|i| format!("line {i}: ok — ünï {} 😀\n", i * 7))
+        .collect();
+    assert!((20_000..200_000).contains(&text.len()), "{}", text.len());
+    let put = app.put_raw("", text.clone()).await;
+    assert_eq!(put.status, StatusCode::CREATED, "{put:?}");
+    let put = put.json();
+    assert_eq!(put["tokens"], o200k(&text));
+    assert_eq!(put["token_method"], "exact:o200k_base");
+    // A secret in it: what is counted is the redacted content as stored.
+    let secret = format!("{text}url = mysql://root:hunter2hunter2@10.1.2.3:3306/prod\n");
+    let put = app.put_json(json!({"content": secret})).await.json();
+    let id = put["id"].as_str().unwrap();
+    let stored = app.get(&format!("/v1/memories/{id}/content")).await;
+    let stored = stored.text();
+    assert!(
+        stored.contains("[REDACTED:url_password]"),
+        "{}",
+        &stored[stored.len() - 200..]
+    );
+    assert_ne!(o200k(stored), o200k(&secret));
+    assert_eq!(put["tokens"], o200k(stored));
+    assert_eq!(put["token_method"], "exact:o200k_base");
+}

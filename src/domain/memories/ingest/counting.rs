@@ -6,7 +6,9 @@
 //! anyway ([`last_safe_cut`]) and counted on the blocking pool as soon as
 //! the assembler takes it, in pieces that run on every core, while later
 //! frames are still being read, compressed and hashed. The sum is the count
-//! of one pass (see [`crate::domain::tokens::stream`]).
+//! of one pass (see [`crate::domain::tokens::stream`]). A content of one
+//! frame is counted by the frame worker that compresses it
+//! ([`Counting::add_counted`]): no hand-off of its own.
 //!
 //! A put that may answer before its count ([`super::CountLater`]) keeps its
 //! frames instead, so that none of its CPU goes to counting before the
@@ -25,6 +27,9 @@ use super::utf8::Utf8Check;
 /// Smallest piece counted on its own: smaller ones are not worth a hand-off
 /// (and content under two pieces is counted once, at the end).
 const PIECE_BYTES: usize = 128 << 10;
+/// Content under this size is counted in one pass, on one core (larger:
+/// in pieces, on every core).
+pub(super) const ONE_PASS_MAX: usize = 2 * PIECE_BYTES;
 
 /// Counts under way for one upload.
 pub(super) struct Counting {
@@ -35,6 +40,9 @@ pub(super) struct Counting {
     /// Counts of the pieces handed off (`None` in a piece that is not
     /// UTF-8); `None` once the content is over `max`.
     parts: Option<Vec<JoinHandle<Option<u64>>>>,
+    /// Counts made already by the frame workers, summed (`None` once one
+    /// was not UTF-8).
+    done: Option<u64>,
     /// Bytes after the last safe cut, waiting for the next frame.
     carry: Vec<u8>,
     /// The frames kept for a count after the answer (`None`: counted as
@@ -43,6 +51,8 @@ pub(super) struct Counting {
     /// Whether the kept frames are UTF-8 (checked as they come, so that a
     /// put whose count will not be exact does not say it is settling).
     utf8: Utf8Check,
+    /// The kept frame (a lone one) is counted in `done` already.
+    kept_counted: bool,
 }
 
 impl Counting {
@@ -53,9 +63,11 @@ impl Counting {
             max,
             bytes: 0,
             parts: Some(Vec::new()),
+            done: Some(0),
             carry: Vec::new(),
             kept: keep.then(Vec::new),
             utf8: Utf8Check::default(),
+            kept_counted: false,
         }
     }
 
@@ -73,6 +85,28 @@ impl Counting {
             return;
         }
         self.start(frame);
+    }
+
+    /// Takes the next frame of content with its count, made already (by the
+    /// frame worker of a lone frame; `None`: it is not UTF-8). A kept frame
+    /// is kept too, for a count after the answer should the put make one.
+    pub(super) fn add_counted(&mut self, frame: &Bytes, counted: Option<u64>) {
+        // Only a frame with nothing before it is counted alone.
+        if self.bytes > 0 || !self.carry.is_empty() {
+            return self.add(frame);
+        }
+        self.bytes = frame.len() as u64;
+        if self.bytes > self.max {
+            self.parts = None;
+            self.kept = None;
+            return;
+        }
+        self.done = counted;
+        if let Some(kept) = &mut self.kept {
+            kept.push(frame.clone());
+            self.utf8.feed(frame);
+            self.kept_counted = true;
+        }
     }
 
     /// Counts what can be of `frame` on the blocking pool.
@@ -123,16 +157,18 @@ impl Counting {
             if !self.utf8.is_text() {
                 return Ok(ContentTokens::estimated(self.bytes));
             }
-            for frame in &kept {
-                self.start(frame);
+            if !self.kept_counted {
+                for frame in &kept {
+                    self.start(frame);
+                }
             }
         }
         let Some(parts) = self.parts else {
             return Ok(ContentTokens::estimated(self.bytes));
         };
-        let rest = count_off_executor(Bytes::from(self.carry));
-        let mut total = Some(0u64);
-        for part in parts.into_iter().chain([rest]) {
+        let rest = (!self.carry.is_empty()).then(|| count_off_executor(Bytes::from(self.carry)));
+        let mut total = self.done;
+        for part in parts.into_iter().chain(rest) {
             let counted = part.await.map_err(DomainError::internal)?;
             total = total.zip(counted).map(|(a, b)| a + b);
         }
@@ -223,6 +259,44 @@ mod tests {
             assert_eq!(got.tokens, one_pass, "frames of {frame}");
             assert_eq!(got.method, CONTENT_ENCODING.exact_method());
         }
+    }
+
+    #[tokio::test]
+    async fn a_lone_frame_counted_by_its_worker_is_taken_as_counted() {
+        // Each case its own content: the shared cache keys counts by digest.
+        let case = |seed: u64| {
+            let content = text(2_000 + seed as usize, seed);
+            let digest: [u8; 32] = sha2::Sha256::digest(content.as_bytes()).into();
+            (Bytes::from(content), digest)
+        };
+        // The worker's figure is taken, not counted again (7 is no real count),
+        // also when the frame is kept for a count after the answer.
+        for keep in [false, true] {
+            let (bytes, digest) = case(u64::from(keep));
+            let mut counting = Counting::new(1 << 20, keep);
+            counting.add_counted(&bytes, Some(7));
+            assert_eq!(counting.kept().is_some(), keep);
+            let got = counting.finish(digest).await.unwrap();
+            assert_eq!(got.tokens, 7, "keep: {keep}");
+            assert_eq!(got.method, CONTENT_ENCODING.exact_method());
+        }
+        // Not UTF-8, or over the limit: the estimate.
+        let (bytes, digest) = case(2);
+        let estimate = ContentTokens::estimated(bytes.len() as u64);
+        let mut counting = Counting::new(1 << 20, false);
+        counting.add_counted(&bytes, None);
+        assert_eq!(counting.finish(digest).await.unwrap(), estimate);
+        let mut counting = Counting::new(100, true);
+        counting.add_counted(&bytes, Some(7));
+        assert!(counting.kept().is_none());
+        assert_eq!(counting.finish(digest).await.unwrap(), estimate);
+        // A frame after others is counted here, whatever it brings.
+        let (bytes, digest) = case(3);
+        let one_pass = CONTENT_ENCODING.count(std::str::from_utf8(&bytes).unwrap()) as u64;
+        let mut counting = Counting::new(1 << 20, false);
+        counting.add(&bytes.slice(..100));
+        counting.add_counted(&bytes.slice(100..), Some(7));
+        assert_eq!(counting.finish(digest).await.unwrap().tokens, one_pass);
     }
 
     #[tokio::test]

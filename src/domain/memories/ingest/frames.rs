@@ -1,6 +1,7 @@
 //! One frame's work, done off the async workers on a few frame worker
 //! threads: redact the frame's input (when scanning), then compress, scan
-//! and page the result, and hash it when it is the content's only frame.
+//! and page the result, and hash it (and count its tokens, unless the put
+//! answers first) when it is the content's only frame.
 //!
 //! Redaction and compression run in the same job, so an upload is one
 //! hand-off per frame, not one per stage. Frames are
@@ -20,10 +21,12 @@ use super::DomainError;
 use crate::domain::memories::read::seekable;
 use crate::domain::redact::Redactor;
 use crate::domain::summary::{FrameScan, scan_frame};
+use crate::domain::tokens::stream::CONTENT_ENCODING;
 use crate::storage::meta::PageEntry;
 
 /// Inputs up to this size are worked on right on the async worker: well
-/// under 100 µs of work, cheaper than a hand-off to a frame worker.
+/// under 100 µs of work (~150 µs with a lone frame's token count), cheaper
+/// than a hand-off to a frame worker.
 pub(super) const INLINE_WORK_MAX: usize = 16 << 10;
 
 /// What a frame job produced.
@@ -45,6 +48,9 @@ pub(super) struct FrameOut {
     pub pages: Vec<PageEntry>,
     /// The hash of the content so far, when the job computed it (a lone frame).
     pub hashed: Option<Sha256>,
+    /// The content's token count, when the job made it (a lone frame):
+    /// `Some(None)` when the content is not UTF-8.
+    pub counted: Option<Option<u64>>,
 }
 
 /// A frame on its way to the assembler, in content order.
@@ -63,14 +69,25 @@ pub(super) enum FrameJob {
     },
 }
 
+/// What a frame job does beyond redaction, compression, scan and pages.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Whole {
+    /// Hash the content (it is all there is).
+    pub hash: bool,
+    /// Count the content's tokens when it is at most this many bytes (it is
+    /// all there is, and the count is made before the answer): on the
+    /// worker that has the content in its cache, not one hand-off later.
+    pub count_max: Option<u64>,
+}
+
 /// Redacts `input` with `redactor` (when given), then compresses, scans and
-/// pages the result; hashes it too when `hash`.
+/// pages the result; hashes and counts it too as `whole` says.
 pub(super) fn work(
     input: Bytes,
     redactor: Option<Box<Redactor>>,
     last: bool,
     level: i32,
-    hash: bool,
+    whole: Whole,
 ) -> std::io::Result<FrameOut> {
     let (content, redactor) = match redactor {
         Some(mut redactor) => {
@@ -102,13 +119,23 @@ pub(super) fn work(
     Ok(FrameOut {
         scan: scan_frame(&content),
         pages: PageEntry::of(&content),
-        hashed: hash.then(|| Sha256::new_with_prefix(&content)),
+        hashed: whole.hash.then(|| Sha256::new_with_prefix(&content)),
+        counted: whole
+            .count_max
+            .filter(|&max| content.len() as u64 <= max)
+            .map(|_| count(&content)),
         input,
         last,
         redactor,
         content,
         compressed,
     })
+}
+
+/// The exact token count of `content`; `None` when it is not UTF-8.
+fn count(content: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(content).ok()?;
+    Some(CONTENT_ENCODING.count(text) as u64)
 }
 
 /// The frame workers of this process: one thread per core, and one more,
@@ -186,12 +213,12 @@ pub(super) fn start(
     redactor: Option<Box<Redactor>>,
     last: bool,
     level: i32,
-    hash: bool,
+    whole: Whole,
 ) -> FrameJob {
     if input.len() <= INLINE_WORK_MAX {
-        return FrameJob::Done(Box::new(work(input, redactor, last, level, hash)));
+        return FrameJob::Done(Box::new(work(input, redactor, last, level, whole)));
     }
-    FrameJob::Running(WORKERS.run(move || work(input, redactor, last, level, hash)))
+    FrameJob::Running(WORKERS.run(move || work(input, redactor, last, level, whole)))
 }
 
 /// Waits for a started frame job.
@@ -217,5 +244,5 @@ pub(super) async fn redo(
     last: bool,
     level: i32,
 ) -> Result<FrameOut, DomainError> {
-    finish(start(input, Some(redactor), last, level, false)).await
+    finish(start(input, Some(redactor), last, level, Whole::default())).await
 }

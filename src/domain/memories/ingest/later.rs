@@ -84,6 +84,11 @@ impl CountLater {
         }
     }
 
+    /// Contents over this size are counted after the answer (when there is room).
+    pub(super) fn over(&self) -> u64 {
+        self.over
+    }
+
     /// Room for counting `frames` (of `bytes` in all, at most `max`) after
     /// the answer, if their content is over the size and there is room.
     pub(super) fn reserve(

@@ -14,7 +14,7 @@ use futures::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
 
 use self::counting::Counting;
-use self::frames::{FrameJob, FrameOut, finish, redo, start};
+use self::frames::{FrameJob, FrameOut, Whole, finish, redo, start};
 use crate::domain::DomainError;
 use crate::domain::memories::ids::MemoryId;
 use crate::domain::memories::locks::{ObjectGuard, ObjectLocks};
@@ -171,7 +171,10 @@ where
         }
         Ok::<_, DomainError>(report)
     };
-    let (read, assembled) = tokio::join!(read_frames(body, redact, config, jobs), assemble);
+    // A content up to this size is counted before the answer.
+    let count_now = later.map_or(u64::MAX, CountLater::over);
+    let read = read_frames(body, redact, count_now, config, jobs);
+    let (read, assembled) = tokio::join!(read, assemble);
     if let Some((small, report)) = read? {
         let mut ingested = raw(small, config.exact_tokens_max);
         ingested.redacted = redact.then_some(report);
@@ -191,9 +194,13 @@ where
 /// last line end within that size, so that the next frame can be redacted
 /// on its own; a frame cut inside a line (one longer than a frame) makes the
 /// next one wait for its redactor ([`FrameJob::Deferred`]).
+///
+/// A lone frame is hashed by its worker, and counted there too when it is
+/// at most `count_now` bytes (the put answers after its count).
 async fn read_frames<S, E>(
     mut body: S,
     redact: bool,
+    count_now: u64,
     config: &IngestConfig,
     jobs: tokio::sync::mpsc::Sender<FrameJob>,
 ) -> Result<Option<(Bytes, Report)>, DomainError>
@@ -208,13 +215,13 @@ where
     let mut sent = false;
     // The last frame sent was cut inside a line.
     let mut open_line = false;
-    let job = |input: Bytes, open_line: bool, last: bool, hash: bool| {
+    let job = |input: Bytes, open_line: bool, last: bool, whole: Whole| {
         if !redact {
-            start(input, None, last, level, hash)
+            start(input, None, last, level, whole)
         } else if open_line {
             FrameJob::Deferred { input, last }
         } else {
-            start(input, Some(Box::default()), last, level, hash)
+            start(input, Some(Box::default()), last, level, whole)
         }
     };
     while let Some(chunk) = body.next().await {
@@ -236,7 +243,7 @@ where
                 let input = buf.split_to(line_end.unwrap_or(frame_bytes)).freeze();
                 // The next frame's buffer in one allocation, the rest of the line copied in.
                 buf.reserve(frame_bytes - buf.len());
-                let frame = job(input, open_line, false, false);
+                let frame = job(input, open_line, false, Whole::default());
                 open_line = redact && line_end.is_none();
                 sent = true;
                 if jobs.send(frame).await.is_err() {
@@ -259,8 +266,16 @@ where
     // The last frame; when redacting, sent even empty, to finish the redactor
     // (a key block or a line may still be open).
     if !buf.is_empty() || (redact && sent) {
-        // A lone frame is hashed by its worker too: one hand-off instead of two.
-        let frame = job(buf.freeze(), open_line, true, !sent);
+        // A lone frame is hashed (and counted) by its worker too: one
+        // hand-off instead of two or three.
+        let whole = Whole {
+            hash: !sent,
+            count_max: (!sent
+                && buf.len() as u64 <= count_now
+                && buf.len() < counting::ONE_PASS_MAX)
+                .then_some(config.exact_tokens_max),
+        };
+        let frame = job(buf.freeze(), open_line, true, whole);
         let _ = jobs.send(frame).await;
     }
     Ok(None)
@@ -370,7 +385,10 @@ impl<'a> Assembly<'a> {
         ));
         self.content_len += content_len as u64;
         self.stored_len += stored_len as u64;
-        self.counting.add(&out.content);
+        match out.counted {
+            Some(counted) => self.counting.add_counted(&out.content, counted),
+            None => self.counting.add(&out.content),
+        }
         self.newlines += out.scan.newlines;
         self.last_byte = out.content.last().copied().or(self.last_byte);
         self.write(out.compressed).await
