@@ -80,9 +80,11 @@ impl Spliced {
             return Ok(new);
         }
         let text = std::str::from_utf8(&self.bytes).map_err(serde::de::Error::custom)?;
-        let raw: &RawValue = serde_json::from_str(text)?;
+        // The whole text is the old value's bytes, with whatever space
+        // surrounds them: read once less than as a `RawValue` first, and
+        // never copied as it is (the value changed).
         let mut out = Vec::with_capacity(self.bytes.len());
-        write(&mut out, raw, self.value(), &new)?;
+        write(&mut out, text, self.value(), &new)?;
         self.bytes = Bytes::from(out);
         let old = std::mem::replace(&mut self.value, OnceLock::from(new));
         Ok(old.into_inner().unwrap_or(Value::Null))
@@ -97,14 +99,14 @@ impl Spliced {
 }
 
 /// Writes `new` to `out`, reusing the bytes `raw` of `old` wherever they agree.
-fn write(out: &mut Vec<u8>, raw: &RawValue, old: &Value, new: &Value) -> serde_json::Result<()> {
+fn write(out: &mut Vec<u8>, raw: &str, old: &Value, new: &Value) -> serde_json::Result<()> {
     if old == new {
-        out.extend_from_slice(raw.get().as_bytes());
+        out.extend_from_slice(raw.as_bytes());
         return Ok(());
     }
     match (old, new) {
         (Value::Object(old), Value::Object(new)) => {
-            let Fields(fields) = serde_json::from_str(raw.get())?;
+            let Fields(fields) = serde_json::from_str(raw)?;
             // A key written twice holds its last value (as serde_json reads it).
             let last: HashMap<&str, usize> = fields
                 .iter()
@@ -123,7 +125,7 @@ fn write(out: &mut Vec<u8>, raw: &RawValue, old: &Value, new: &Value) -> serde_j
                 separate(out, &mut first);
                 serde_json::to_writer(&mut *out, key)?;
                 out.push(b':');
-                write(out, raw, old, new)?;
+                write(out, raw.get(), old, new)?;
             }
             for (key, value) in new.iter().filter(|(k, _)| !old.contains_key(*k)) {
                 separate(out, &mut first);
@@ -134,14 +136,14 @@ fn write(out: &mut Vec<u8>, raw: &RawValue, old: &Value, new: &Value) -> serde_j
             out.push(b'}');
         }
         (Value::Array(old), Value::Array(new)) => {
-            let items: Vec<&RawValue> = serde_json::from_str(raw.get())?;
+            let items: Vec<&RawValue> = serde_json::from_str(raw)?;
             out.push(b'[');
             for (i, value) in new.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
                 match (items.get(i), old.get(i)) {
-                    (Some(raw), Some(old)) => write(out, raw, old, value)?,
+                    (Some(raw), Some(old)) => write(out, raw.get(), old, value)?,
                     _ => serde_json::to_writer(&mut *out, value)?,
                 }
             }
@@ -217,6 +219,19 @@ mod tests {
              \"content\": \"caf\\u00e9\"},{\"role\":\"tool\",\"content\":\"[cairn: short]\"}],\
              \"alpha\":[],\"tools\":[{\"name\":\"memory_fetch\"}]}"
         );
+        let reread: Value = serde_json::from_slice(body.bytes()).unwrap();
+        assert_eq!(&reread, body.value());
+    }
+
+    #[test]
+    fn space_around_an_edited_body_goes_and_its_inside_stays() {
+        let mut body = Spliced::parse(format!(" \n{WRITTEN}\r\n ").into_bytes()).unwrap();
+        body.edit(|v| v["messages"][1]["content"] = json!("[cairn: short]"))
+            .unwrap();
+        let text = std::str::from_utf8(body.bytes()).unwrap();
+        assert!(text.starts_with("{\"zeta\":1.50,"), "{text}");
+        assert!(text.ends_with("\"alpha\":[]}"), "{text}");
+        assert!(text.contains("{\"role\":\"user\", \"content\": \"caf\\u00e9\"}"));
         let reread: Value = serde_json::from_slice(body.bytes()).unwrap();
         assert_eq!(&reread, body.value());
     }
