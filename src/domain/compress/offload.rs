@@ -1,22 +1,22 @@
 //! Storing the pieces a strategy takes out: concurrently, through
-//! [`Memories::put`] (whose group commit makes many small puts one fsync),
-//! and remembered per namespace by SHA-256 so the same piece compressed again
-//! costs no put at all.
+//! [`Memories::put_together`] (their metadata committed together: one
+//! fsync for a request's pieces), and remembered per namespace by SHA-256
+//! so the same piece compressed again costs no put at all.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 
 use crate::domain::DomainError;
 use crate::domain::memories::Memories;
 use crate::domain::memories::ids::IdRef;
+use crate::domain::memories::together::{self, Pass};
 use crate::model::PutFields;
 
-/// Puts in flight at once.
+/// Puts in flight at once (and committed together).
 const CONCURRENT_PUTS: usize = 16;
 /// How long a remembered piece is trusted without a put (a client may delete memories).
 const REMEMBER_FOR: Duration = Duration::from_secs(600);
@@ -128,9 +128,10 @@ impl Offloader {
         Self { memories, known }
     }
 
-    /// Stores every job (at most [`CONCURRENT_PUTS`] at a time) and answers
-    /// their references in job order. A dry run stores nothing: unknown pieces
-    /// get the id and summary they would get.
+    /// Stores every job and answers their references in job order: at most
+    /// [`CONCURRENT_PUTS`] at a time, each such group committed together. A
+    /// dry run stores nothing: unknown pieces get the id and summary they
+    /// would get.
     pub async fn store(
         &self,
         namespace: &str,
@@ -138,28 +139,46 @@ impl Offloader {
         thread: Option<&str>,
         dry_run: bool,
     ) -> Result<Vec<Arc<StoredRef>>, DomainError> {
-        futures::stream::iter(jobs)
-            .map(|job| async move {
-                let key = (namespace.to_owned(), job.hash);
-                let known = self.known.get(&key);
-                self.memories.metrics().cache("offload", known.is_some());
-                if let Some(known) = known {
-                    // A client may have deleted it since: never point at nothing.
-                    if self.still_there(namespace, &known.id).await? {
-                        return Ok(known);
-                    }
-                    self.known.invalidate(&key);
-                }
-                if dry_run {
-                    return Ok(Arc::new(self.predicted(job)));
-                }
-                let stored = Arc::new(self.put(namespace, job, thread).await?);
-                self.known.insert(key, stored.clone());
-                Ok(stored)
-            })
-            .buffered(CONCURRENT_PUTS)
-            .try_collect()
-            .await
+        let mut stored = Vec::with_capacity(jobs.len());
+        let mut jobs = jobs.into_iter().peekable();
+        while jobs.peek().is_some() {
+            let group: Vec<Job> = jobs.by_ref().take(CONCURRENT_PUTS).collect();
+            let passes = together::passes(group.len());
+            // Every put of the group runs at once (its pass waits for the others).
+            let group = group
+                .into_iter()
+                .zip(passes)
+                .map(|(job, pass)| self.store_one(namespace, job, thread, dry_run, pass));
+            stored.extend(futures::future::try_join_all(group).await?);
+        }
+        Ok(stored)
+    }
+
+    /// One job of [`Offloader::store`]; `pass` is dropped unless it puts.
+    async fn store_one(
+        &self,
+        namespace: &str,
+        job: Job,
+        thread: Option<&str>,
+        dry_run: bool,
+        pass: Pass,
+    ) -> Result<Arc<StoredRef>, DomainError> {
+        let key = (namespace.to_owned(), job.hash);
+        let known = self.known.get(&key);
+        self.memories.metrics().cache("offload", known.is_some());
+        if let Some(known) = known {
+            // A client may have deleted it since: never point at nothing.
+            if self.still_there(namespace, &known.id).await? {
+                return Ok(known);
+            }
+            self.known.invalidate(&key);
+        }
+        if dry_run {
+            return Ok(Arc::new(self.predicted(job)));
+        }
+        let stored = Arc::new(self.put(namespace, job, thread, pass).await?);
+        self.known.insert(key, stored.clone());
+        Ok(stored)
     }
 
     /// What a put of `job` would answer, derived as put derives it.
@@ -195,6 +214,7 @@ impl Offloader {
         namespace: &str,
         job: Job,
         thread: Option<&str>,
+        pass: Pass,
     ) -> Result<StoredRef, DomainError> {
         let fields = PutFields {
             kind: Some(job.kind.to_owned()),
@@ -205,7 +225,11 @@ impl Offloader {
             ..PutFields::default()
         };
         let body = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(job.content))]);
-        let record = self.memories.put(namespace, fields, body).await?.record;
+        let record = self
+            .memories
+            .put_together(namespace, fields, body, pass)
+            .await?
+            .record;
         Ok(StoredRef {
             id: record.id,
             kind: record.fields.kind,

@@ -35,6 +35,7 @@ pub mod put;
 pub mod read;
 mod reads;
 mod settle;
+pub mod together;
 pub mod uri;
 
 /// Largest page of a listing.
@@ -252,7 +253,7 @@ impl Memories {
         S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
         E: std::fmt::Display,
     {
-        Ok(self.store(namespace, fields, body, None).await?.0)
+        Ok(self.store(namespace, fields, body, None, None).await?.0)
     }
 
     /// [`Memories::put`] that answers before the exact count of a content
@@ -271,8 +272,27 @@ impl Memories {
         S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
         E: std::fmt::Display,
     {
-        self.store(namespace, fields, body, Some(&self.count_later))
+        self.store(namespace, fields, body, Some(&self.count_later), None)
             .await
+    }
+
+    /// [`Memories::put`] whose metadata commits together with the other
+    /// puts holding passes of the same [`together::passes`].
+    pub async fn put_together<S, E>(
+        &self,
+        namespace: &str,
+        fields: PutFields,
+        body: S,
+        pass: together::Pass,
+    ) -> Result<Stored, DomainError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
+        E: std::fmt::Display,
+    {
+        Ok(self
+            .store(namespace, fields, body, None, Some(pass))
+            .await?
+            .0)
     }
 
     #[tracing::instrument(skip_all, fields(memory.id))]
@@ -282,6 +302,7 @@ impl Memories {
         fields: PutFields,
         body: S,
         later: Option<&CountLater>,
+        pass: Option<together::Pass>,
     ) -> Result<(Stored, Option<Settling>), DomainError>
     where
         S: Stream<Item = Result<Bytes, E>> + Unpin + Send,
@@ -329,6 +350,10 @@ impl Memories {
         }
         // The summary carries the pointer: it is all the caller keeps.
         let summary_tokens = ingested.tokens.count_alike(&summary);
+        // With the others' metadata, unless it holds an object's lock.
+        if let Some(pass) = pass.filter(|_| object_guard.is_none()) {
+            pass.arrive().await;
+        }
         let outcome = self
             .meta
             .put(NewMemory {
