@@ -184,12 +184,15 @@ impl Counting {
     }
 }
 
-/// Counts `text` on the blocking pool; `None` when it is not UTF-8.
+/// The exact token count of `content`; `None` when it is not UTF-8.
+pub(super) fn count(content: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(content).ok()?;
+    Some(CONTENT_ENCODING.count(text) as u64)
+}
+
+/// [`count`] on the blocking pool.
 fn count_off_executor(text: Bytes) -> JoinHandle<Option<u64>> {
-    tokio::task::spawn_blocking(move || {
-        let text = std::str::from_utf8(&text).ok()?;
-        Some(CONTENT_ENCODING.count(text) as u64)
-    })
+    tokio::task::spawn_blocking(move || count(&text))
 }
 
 /// `text` (which ends at a safe cut or at the content's end) in pieces of at

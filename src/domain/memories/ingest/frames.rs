@@ -17,11 +17,10 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
-use super::DomainError;
+use super::{DomainError, counting};
 use crate::domain::memories::read::seekable;
 use crate::domain::redact::Redactor;
 use crate::domain::summary::{FrameScan, scan_frame};
-use crate::domain::tokens::stream::CONTENT_ENCODING;
 use crate::storage::meta::PageEntry;
 
 /// Inputs up to this size are worked on right on the async worker: well
@@ -123,19 +122,13 @@ pub(super) fn work(
         counted: whole
             .count_max
             .filter(|&max| content.len() as u64 <= max)
-            .map(|_| count(&content)),
+            .map(|_| counting::count(&content)),
         input,
         last,
         redactor,
         content,
         compressed,
     })
-}
-
-/// The exact token count of `content`; `None` when it is not UTF-8.
-fn count(content: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(content).ok()?;
-    Some(CONTENT_ENCODING.count(text) as u64)
 }
 
 /// The frame workers of this process: one thread per core, and one more,
