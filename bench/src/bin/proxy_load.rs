@@ -24,6 +24,7 @@
 
 #[path = ".."]
 mod shared {
+    pub mod cgroup;
     pub mod marked;
     pub mod procfs;
 }
@@ -66,6 +67,12 @@ struct Args {
     /// 250 ms.
     #[arg(long, default_value_t = 0)]
     rest: usize,
+    /// Start Cairn in a memory cgroup of this many MiB (as a container's
+    /// memory limit; root and a cgroup v1 or v2 memory controller needed)
+    /// and report what the kernel did there: its peak charge, reclaims at
+    /// the limit and OOM kills. Written to a section of its own.
+    #[arg(long)]
+    memory_limit_mib: Option<u64>,
 }
 
 /// What the stand-in spent on each turn: the delay before its first round's
@@ -104,7 +111,29 @@ async fn main() -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("cairn-proxy-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let port = free_port()?;
-    let mut child = tokio::process::Command::new(&args.cairn)
+    let group = args
+        .memory_limit_mib
+        .map(|mib| {
+            shared::cgroup::MemoryGroup::create(
+                &format!("cairn-proxy-load-{}", std::process::id()),
+                mib << 20,
+            )
+        })
+        .transpose()?;
+    // In a group, a shell joins it and then becomes Cairn: every byte
+    // Cairn ever holds is charged there.
+    let mut command = match &group {
+        Some(group) => {
+            let mut sh = tokio::process::Command::new("sh");
+            sh.arg("-c")
+                .arg(r#"echo $$ > "$0" && exec "$@""#)
+                .arg(group.procs())
+                .arg(&args.cairn);
+            sh
+        }
+        None => tokio::process::Command::new(&args.cairn),
+    };
+    let mut child = command
         .args([
             "serve",
             "--listen",
@@ -139,10 +168,17 @@ async fn main() -> anyhow::Result<()> {
     // What Cairn keeps once the load is over.
     tokio::time::sleep(Duration::from_secs(15)).await;
     let after_rss = shared::procfs::memory(pid)?.rss_kib;
+    // Still running, or killed (by the kernel, in a group) on the way.
+    let exited = child.try_wait()?;
+    let limited = group
+        .as_ref()
+        .map(|group| group.read().map(|reading| (reading, exited)))
+        .transpose()?;
     let _ = child.kill().await;
+    drop(group);
     let _ = std::fs::remove_dir_all(&dir);
 
-    let section = render(&args, &direct, &through, idle_rss, after_rss);
+    let section = render(&args, &direct, &through, idle_rss, after_rss, limited);
     println!("{section}");
     shared::marked::write_section(marker(&args), &section)?;
     Ok(())
@@ -772,7 +808,9 @@ fn slope(samples: &[(f64, u64)]) -> f64 {
 
 /// The REPORT section a run writes: a soak (`--minutes`) has its own.
 fn marker(args: &Args) -> &'static str {
-    if args.minutes > 0 {
+    if args.memory_limit_mib.is_some() {
+        "proxy_soak_limited"
+    } else if args.minutes > 0 {
         "proxy_soak"
     } else {
         "proxy_load"
@@ -816,23 +854,39 @@ fn memory_marks(samples: &[MemorySample], every_five_minutes: bool) -> Vec<Strin
         .collect()
 }
 
-fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u64) -> String {
+/// What the kernel did in Cairn's memory cgroup, and how Cairn ended.
+type Limited = (
+    shared::cgroup::GroupReading,
+    Option<std::process::ExitStatus>,
+);
+
+fn render(
+    args: &Args,
+    direct: &Run,
+    through: &Run,
+    idle_rss: u64,
+    after_rss: u64,
+    limited: Option<Limited>,
+) -> String {
     let peak = through.rss.iter().map(|s| s.1).max().unwrap_or(0);
     let end = through.rss.last().map_or(0, |s| s.1);
     let mut out = String::new();
-    let title = if args.minutes > 0 {
-        "LLM proxy soak"
+    let title = if let Some(mib) = args.memory_limit_mib {
+        format!("LLM proxy soak in a {mib} MiB memory cgroup")
+    } else if args.minutes > 0 {
+        "LLM proxy soak".to_owned()
     } else {
-        "LLM proxy under load"
+        "LLM proxy under load".to_owned()
     };
     out.push_str(&format!("<!-- {} -->\n## {title}\n\n", marker(args)));
     out.push_str(&format!(
-        "`cargo run --release -p cairn-bench --bin proxy_load -- --conversations {} --turns {}{}{}{}` — {} conversations at once (starting over 2 s, half streamed), each turn a new 50 KB tool result that Cairn offloads and a `memory_fetch` round it resolves{}{}; the stand-in answers after 300 ms–2 s and streams over ~1 s. Cairn: the release binary, SQLite, this 2-core machine.\n\n",
+        "`cargo run --release -p cairn-bench --bin proxy_load -- --conversations {} --turns {}{}{}{}{}` — {} conversations at once (starting over 2 s, half streamed), each turn a new 50 KB tool result that Cairn offloads and a `memory_fetch` round it resolves{}{}; the stand-in answers after 300 ms–2 s and streams over ~1 s. Cairn: the release binary, SQLite, this 2-core machine.\n\n",
         args.conversations,
         args.turns,
         if args.minutes > 0 { format!(" --minutes {}", args.minutes) } else { String::new() },
         if args.skip_direct { " --skip-direct" } else { "" },
         if args.rest > 0 { format!(" --rest {}", args.rest) } else { String::new() },
+        args.memory_limit_mib.map_or(String::new(), |mib| format!(" --memory-limit-mib {mib}")),
         args.conversations,
         if args.minutes > 0 {
             format!(", a new conversation every {} turns, for {} minutes", args.turns, args.minutes)
@@ -969,6 +1023,19 @@ fn render(args: &Args, direct: &Run, through: &Run, idle_rss: u64, after_rss: u6
         },
         memory_marks(&through.memory, args.minutes > 0).join(" · ")
     ));
+    if let Some((reading, exited)) = limited {
+        out.push_str(&format!(
+            "| Cairn's memory cgroup: limit / peak charge (heap and page cache) / times at the limit (a reclaim each) / OOM kills; Cairn at the end | — | {} / {} MiB / {} / {}; {} | no OOM kill |\n",
+            reading.limit >> 20,
+            reading.peak >> 20,
+            reading.at_limit,
+            reading.oom_kills,
+            match exited {
+                None => "running".to_owned(),
+                Some(status) => format!("exited ({status})"),
+            }
+        ));
+    }
     if args.rest > 0 {
         out.push_str(&format!(
             "| REST calls beside it (put, lines, search, grep) / errors | — | {} / {} | no error |\n",
