@@ -333,3 +333,106 @@ async fn a_secret_in_what_went_upstream_is_not_kept_in_the_ledger() {
     assert!(!kept.contains(&token), "{kept}");
     assert!(kept.contains("[REDACTED:"), "{kept}");
 }
+
+/// A Claude Code-sized request (an ~88 KB envelope, cached) whose tool
+/// results are `outputs`, the last one new.
+fn behind_a_big_envelope(outputs: &[String]) -> Value {
+    let mut messages = vec![json!({"role": "user", "content": "look around"})];
+    for (i, out) in outputs.iter().enumerate() {
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": format!("t{i}"), "name": "Bash", "input": {"command": "ls"}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("t{i}"), "content": out,
+             "cache_control": {"type": "ephemeral"}}]}));
+    }
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 64,
+        "system": [{"type": "text", "text": "You are an agent. ".repeat(4_400)}],
+        "tools": [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}],
+        "messages": messages})
+}
+
+#[tokio::test]
+async fn a_first_offload_is_made_only_when_it_pays_for_the_cache_its_tools_break() {
+    let up = upstream();
+    let server = serve(|c| c.upstream_anthropic_url = Some(up.url.clone())).await;
+    let http = reqwest::Client::new();
+    let send = |body: Value| {
+        let (http, base) = (http.clone(), server.base.clone());
+        async move {
+            let answer = http
+                .post(format!("{base}/v1/messages"))
+                .header("x-api-key", "sk-ant-test")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 200);
+            answer.headers()["x-cairn-offloaded"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    // 9 KB early, behind ~22,000 tokens of envelope: offloading it (and
+    // adding Cairn's tools, which come first in the cache order) would write
+    // the whole prefix again for ~2,000 tokens saved. It goes up untouched.
+    let small = seq_output(2_100, 1_000);
+    assert!(
+        small.len() > 9_000 && small.len() < 10_000,
+        "{}",
+        small.len()
+    );
+    assert_eq!(send(behind_a_big_envelope(&[small.clone()])).await, "0");
+    // A 150 KB output next pays: it is offloaded with the tools; the 9 KB
+    // one before it stays as it was, as on the turn before.
+    let big = seq_output(28_000, 20_000);
+    assert!(big.len() > 140_000, "{}", big.len());
+    assert_eq!(
+        send(behind_a_big_envelope(&[small.clone(), big.clone()])).await,
+        "1"
+    );
+    // And so on every later turn (a third output rides on the tools).
+    let third = seq_output(2_000, 1_500);
+    assert_eq!(
+        send(behind_a_big_envelope(&[small.clone(), big.clone(), third])).await,
+        "2"
+    );
+
+    let sent = recorded(&http, &up).await;
+    let bodies: Vec<Value> = sent
+        .iter()
+        .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
+        .collect();
+    let tools = |b: &Value| b["tools"].as_array().unwrap().len();
+    // The first request went up as the client sent it: one tool, the 9 KB inline.
+    assert_eq!(tools(&bodies[0]), 1);
+    assert_eq!(bodies[0]["messages"][2]["content"][0]["content"], small);
+    // Then Cairn's tools, the 9 KB still inline, the 150 KB replaced by a marker.
+    assert!(tools(&bodies[1]) > 1, "{}", bodies[1]["tools"]);
+    assert_eq!(bodies[1]["messages"][2], bodies[0]["messages"][2]);
+    let marker = bodies[1]["messages"][4]["content"][0]["content"].to_string();
+    assert!(
+        marker.contains("mem://") && marker.len() < 3_000,
+        "{marker}"
+    );
+    // The later turn carries the earlier ones byte for byte.
+    let messages = |b: &Value| b["messages"].as_array().unwrap().clone();
+    assert_eq!(messages(&bodies[2])[..5], messages(&bodies[1])[..5]);
+    assert_eq!(bodies[2]["tools"], bodies[1]["tools"]);
+
+    // The ledger says why, with the figures.
+    let (_, page) = get(&http, &format!("{}/v1/exchanges", server.base), "").await;
+    let mut xs = page["exchanges"].as_array().unwrap().clone();
+    xs.sort_by_key(|x| x["id"].as_str().unwrap().to_owned());
+    let kept = &xs[0]["first_offload"];
+    assert_eq!(kept["from_message"], Value::Null, "{kept}");
+    assert_eq!(kept["kept_messages"], 1);
+    assert!(kept["cost_usd"].as_f64().unwrap() > kept["saving_usd"].as_f64().unwrap());
+    assert!(kept["prefix_tokens"].as_u64().unwrap() > 19_000, "{kept}");
+    let made = &xs[1]["first_offload"];
+    assert_eq!(made["from_message"], 4, "{made}");
+    assert!(made["saving_usd"].as_f64().unwrap() > made["cost_usd"].as_f64().unwrap());
+    // The client never sees a pointer, so every turn weighs again, over the
+    // same history, to the same message.
+    assert_eq!(xs[2]["first_offload"], *made, "{}", xs[2]);
+}

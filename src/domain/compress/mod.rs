@@ -330,6 +330,46 @@ impl Compressor {
     }
 }
 
+/// A text the `pointer` strategy would offload: its message and its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// Index of its message.
+    pub message: usize,
+    /// Its length in characters.
+    pub chars: usize,
+}
+
+/// The texts `pointer` would offload from `input` with `options`, in order,
+/// without storing or counting anything; none when the list's format cannot
+/// be told (compressing it then says why).
+pub fn pointer_candidates(input: &Input, options: &Options) -> Vec<Candidate> {
+    let Ok(format) = format::detect(
+        &input.messages,
+        input.system.as_ref(),
+        input.format.as_deref(),
+        input.model.as_deref(),
+    ) else {
+        return Vec::new();
+    };
+    let ctx = Context::new(format, &input.messages, options);
+    ctx.select(Policy::Strategy(Strategy::Pointer))
+        .pieces
+        .into_iter()
+        .map(|i| {
+            let piece = &ctx.pieces[i];
+            Candidate {
+                message: piece.message,
+                chars: ctx.chars(piece),
+            }
+        })
+        .collect()
+}
+
+/// The most characters a marker takes (its summary and its header).
+pub fn marker_chars(options: &Options) -> usize {
+    options.summary_chars + MARKER_ALLOWANCE
+}
+
 /// A validated list with its selection, before storing.
 struct Prepared {
     format: Format,

@@ -7,6 +7,7 @@
 
 pub mod exchange;
 pub mod exchanges;
+pub mod first_offload;
 pub mod govern_cost;
 pub mod rewrite;
 pub mod spliced;

@@ -6,7 +6,11 @@
 //!    content shape, big user (and assistant) texts — is stored and replaced
 //!    by the `pointer` strategy's marker and summary. The replacement depends
 //!    only on the content, so it is made everywhere, inside the cached prefix
-//!    too: what the provider cached was the replaced text already.
+//!    too: what the provider cached was the replaced text already. While the
+//!    request holds no pointer and Cairn's tools would be new to it, texts
+//!    are offloaded only from the first message whose texts pay for the
+//!    cache those tools break ([`super::first_offload`]); the ones before
+//!    it stay, on this turn and every later one.
 //! 2. *Govern*: the tier of the offloaded request (calibrated counts) decides
 //!    whether smaller texts go as well (`warn`: over 6,000 characters,
 //!    `pointer_only`: over 1,000), never inside the cached prefix (up to the
@@ -23,11 +27,15 @@ use serde_json::Value;
 use super::Endpoint;
 use super::exchanges::Piece;
 use super::exchanges::cost::Caching;
+use super::first_offload::{self, Envelope, FirstOffload, json_bytes};
 use super::govern_cost::{GovernDecision, weigh};
 use super::tiers::{ConversationTiers, conversation_of};
 use super::wire::{self, Conversation};
 use crate::domain::DomainError;
-use crate::domain::compress::{Compressor, Input, Offloaded, Options, Outcome, Policy, Strategy};
+use crate::domain::compress::{
+    Compressor, Input, Offloaded, Options, Outcome, Policy, Strategy, marker_chars,
+    pointer_candidates,
+};
 use crate::domain::governor::{
     GovernorConfig, POINTER_ONLY_THRESHOLD_CHARS, Tier, WARN_THRESHOLD_CHARS,
 };
@@ -75,6 +83,10 @@ pub struct Report {
     pub opening: [u8; 32],
     /// The governor's decision on a rewrite beyond offload, when its tier asked for one.
     pub governor: Option<GovernDecision>,
+    /// The decision on the conversation's first offload, when the request
+    /// held texts to offload but no pointer yet, and Cairn's tools would be
+    /// new to it ([`super::first_offload`]).
+    pub first_offload: Option<FirstOffload>,
 }
 
 impl Report {
@@ -100,6 +112,7 @@ impl Report {
             pieces: Vec::new(),
             opening,
             governor: None,
+            first_offload: None,
             tokens_before: 0,
             tokens_after: 0,
             method: String::new(),
@@ -132,6 +145,9 @@ impl Rewriter<'_> {
     /// and the report says why: the provider is the judge of its own API.
     /// `session` is the client's own session id, if it sends one: with the
     /// conversation's opening it names the conversation whose tier only rises.
+    /// `new_tools_bytes`: the bytes of the tools Cairn would add to this
+    /// request once it holds a pointer (0 when they are there whatever
+    /// happens): while it holds none, its first offload must pay for them.
     pub async fn rewrite(
         &self,
         namespace: &str,
@@ -139,6 +155,7 @@ impl Rewriter<'_> {
         body: &mut Value,
         thread: Option<String>,
         session: Option<&str>,
+        new_tools_bytes: usize,
     ) -> Result<Report, DomainError> {
         let model = body["model"].as_str().map(str::to_owned);
         let opening = conversation_of(endpoint, body, session);
@@ -168,11 +185,30 @@ impl Rewriter<'_> {
             model: model.clone(),
             thread: thread.clone(),
         };
-        let offload = Options {
+        let mut offload = Options {
             threshold_chars: self.settings.offload_chars,
             keep_recent: Some(0),
             respect_cache_control: false,
             ..Options::default()
+        };
+        let first_offload = if new_tools_bytes > 0 {
+            let candidates = pointer_candidates(&input, &offload);
+            (!candidates.is_empty()).then(|| {
+                let envelope = Envelope {
+                    messages: &input.messages,
+                    envelope_bytes: json_bytes(body) + input.system.as_ref().map_or(0, json_bytes),
+                    tools_bytes: new_tools_bytes,
+                    marker_chars: marker_chars(&offload),
+                    caching,
+                };
+                let price = self.ledger.pricing().price(model.as_deref());
+                let decision = first_offload::weigh(&candidates, &envelope, &price);
+                // Texts before the first message that pays stay as they are.
+                offload.preserve_prefix = decision.from_message.unwrap_or(input.messages.len());
+                decision
+            })
+        } else {
+            None
         };
         let first = self.compress(namespace, input, offload).await?;
         let m = model.as_deref();
@@ -249,6 +285,7 @@ impl Rewriter<'_> {
             pieces,
             opening,
             governor: decision,
+            first_offload,
         };
         let rewritten = Conversation {
             format,

@@ -12,6 +12,7 @@ use super::record::{self, Client};
 use crate::domain::DomainError;
 use crate::domain::proxying::Endpoint;
 use crate::domain::proxying::exchanges::{ExchangeLedger, Trace};
+use crate::domain::proxying::first_offload::json_bytes;
 use crate::domain::proxying::rewrite::Rewriter;
 use crate::domain::proxying::spliced::Spliced;
 use crate::domain::proxying::wire;
@@ -65,6 +66,12 @@ pub async fn open(
 ) -> Result<Opened, DomainError> {
     let mut client = Client::of(o.exchanges, body, o.thread.or(o.session));
     let mut value = body.value().clone();
+    let new_tools_bytes = new_tools_bytes(
+        o.endpoint,
+        &value,
+        o.tools,
+        o.rewriter.settings.tools_for_agents,
+    );
     let report = o
         .rewriter
         .rewrite(
@@ -73,6 +80,7 @@ pub async fn open(
             &mut value,
             o.thread.map(str::to_owned),
             o.session,
+            new_tools_bytes,
         )
         .await?;
     let ours = if wire::wants_tools(&value, o.rewriter.settings.tools_for_agents) {
@@ -133,29 +141,59 @@ pub async fn open(
     })
 }
 
+/// Bytes of the tools [`add`] would put into `body` once it holds a pointer;
+/// 0 when they go up whatever happens (`--proxy-tools agents` and a client
+/// with tools of its own) or when the client defines them all.
+fn new_tools_bytes(
+    endpoint: Endpoint,
+    body: &Value,
+    tools: &[ToolDefinition],
+    agents: bool,
+) -> usize {
+    if wire::wants_tools(body, agents) {
+        return 0;
+    }
+    missing(body, tools)
+        .map(|tool| {
+            let offered = wire::of(endpoint).tool(tool.name, tool.description, &tool.parameters);
+            json_bytes(&offered) + 1
+        })
+        .sum()
+}
+
+/// Cairn's tools that `body` does not define itself, in order.
+fn missing<'t>(
+    body: &Value,
+    tools: &'t [ToolDefinition],
+) -> impl Iterator<Item = &'t ToolDefinition> {
+    let defined: Vec<String> = if body.get("tools").is_some_and(|t| !t.is_array()) {
+        // Not a list Cairn can add to: it adds nothing.
+        tools.iter().map(|t| t.name.to_owned()).collect()
+    } else {
+        body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| {
+                t["name"]
+                    .as_str()
+                    .or_else(|| t["function"]["name"].as_str())
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
+    tools
+        .iter()
+        .filter(move |tool| !defined.iter().any(|d| d == tool.name))
+}
+
 /// Adds Cairn's tools that the request does not define itself; answers the
 /// names added (the tools Cairn answers in this exchange). Appended after the
 /// client's tools, always in the same order and bytes.
 pub fn add(endpoint: Endpoint, body: &mut Value, tools: &[ToolDefinition]) -> Vec<&'static str> {
-    if body.get("tools").is_some_and(|t| !t.is_array()) {
-        return Vec::new();
-    }
-    let defined: Vec<String> = body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            t["name"]
-                .as_str()
-                .or_else(|| t["function"]["name"].as_str())
-                .map(str::to_owned)
-        })
-        .collect();
     let mut added = Vec::new();
-    for tool in tools {
-        if defined.iter().any(|d| d == tool.name) {
-            continue;
-        }
+    let wanted: Vec<&ToolDefinition> = missing(body, tools).collect();
+    for tool in wanted {
         let offered = wire::of(endpoint).tool(tool.name, tool.description, &tool.parameters);
         let Some(object) = body.as_object_mut() else {
             break;

@@ -80,6 +80,7 @@ pub fn begin(
         tokens: (report.tokens_before, report.tokens_after, &report.method),
         tier: report.tier.name(),
         governor: report.governor.clone(),
+        first_offload: report.first_offload.clone(),
         pieces: report.pieces.clone(),
         tools_added: ours,
         skipped: report.skipped.as_deref(),

@@ -16,6 +16,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::Provider;
+use super::first_offload::FirstOffload;
 use super::govern_cost::GovernDecision;
 use crate::clock::now_ms;
 use crate::domain::DomainError;
@@ -114,6 +115,12 @@ pub struct Figures {
     /// The governor's decision on a rewrite beyond offload, when its tier
     /// asked for one: made or not, and the modelled cost and saving.
     pub governor: Option<GovernDecision>,
+    /// The decision on the conversation's first offload, when the request
+    /// held texts to offload but no pointer yet (Cairn's tools would be new
+    /// to it): from which message texts were offloaded, if any, and the
+    /// modelled cost of the cache it breaks against the saving.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_offload: Option<FirstOffload>,
     /// The pieces this request took out that the thread's previous request
     /// had not (a conversation's older pieces, replaced again by the same
     /// markers, are counted in `pieces_carried`).

@@ -17,6 +17,7 @@ use super::threads::Threads;
 use super::{Figures, Piece, Retrieval, RoundFigures, target_of};
 use crate::clock::now_ms;
 use crate::domain::ledger::pricing::Pricing;
+use crate::domain::proxying::first_offload::FirstOffload;
 use crate::domain::proxying::govern_cost::GovernDecision;
 use crate::domain::proxying::usage::Usage;
 use crate::domain::proxying::wire;
@@ -50,6 +51,8 @@ pub struct Started<'a> {
     pub tier: &'a str,
     /// The governor's decision, if its tier asked for a rewrite.
     pub governor: Option<GovernDecision>,
+    /// The decision on the conversation's first offload, if it was weighed.
+    pub first_offload: Option<FirstOffload>,
     /// What was taken out.
     pub pieces: Vec<Piece>,
     /// Cairn's tools added.
@@ -115,6 +118,7 @@ impl Trace {
                 token_method: s.tokens.2.to_owned(),
                 tier: s.tier.to_owned(),
                 governor: s.governor,
+                first_offload: s.first_offload,
                 tools_added: s.tools_added.iter().map(|t| (*t).to_owned()).collect(),
                 skipped: s.skipped.map(str::to_owned),
                 ..Figures::default()
