@@ -330,8 +330,8 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError as e:
             return self.reply(400, {"error": {"type": "invalid_request_error", "message": str(e)}})
-        if body.get("stream"):
-            return self.reply(400, {"error": {"type": "invalid_request_error", "message": "the replay answers JSON only"}})
+        if body.get("stream") and api == "chat":
+            return self.reply(400, {"error": {"type": "invalid_request_error", "message": "the replay streams Messages and Responses only"}})
         if DUMP:
             with open(os.path.join(DUMP, f"{len(RECORDS):05d}.json"), "wb") as f:
                 f.write(raw)
@@ -347,7 +347,71 @@ class Handler(BaseHTTPRequestHandler):
             out = u.get("output_tokens", u.get("completion_tokens", 0))
             RECORDS.append(dict(fields, api=api, model=body.get("model"), bytes=len(raw), input=use[0],
                                 cache_read=use[1], cache_write=use[2], output=out))
-        self.reply(200, value)
+        if body.get("stream"):
+            self.stream(api, value)
+        else:
+            self.reply(200, value)
+
+    def stream(self, api, value):
+        """The answer as the provider streams it (what Claude Code and Codex ask for)."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for name, data in (messages_events if api == "messages" else responses_events)(value):
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def messages_events(value):
+    """A Messages answer as its server-sent events."""
+    usage = value["usage"]
+    start = dict(value, content=[], stop_reason=None, usage=dict(usage, output_tokens=1))
+    yield "message_start", {"type": "message_start", "message": start}
+    for i, block in enumerate(value["content"]):
+        if block["type"] == "text":
+            yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": dict(block, input={})}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        yield "content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": i}
+    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": value["stop_reason"], "stop_sequence": None},
+                            "usage": {"output_tokens": usage["output_tokens"]}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+def responses_events(value):
+    """A Responses answer as its server-sent events."""
+    seq = iter(range(1_000_000))
+    shell = dict(value, status="in_progress", output=[], usage=None)
+    yield "response.created", {"type": "response.created", "sequence_number": next(seq), "response": shell}
+    for index, item in enumerate(value["output"]):
+        base = {"sequence_number": 0, "output_index": index, "item_id": item["id"]}
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq),
+                                                 "output_index": index, "item": dict(item, status="in_progress", content=[])}
+            yield "response.content_part.added", dict(base, type="response.content_part.added", sequence_number=next(seq),
+                                                      content_index=0, part={"type": "output_text", "text": "", "annotations": []})
+            yield "response.output_text.delta", dict(base, type="response.output_text.delta", sequence_number=next(seq),
+                                                     content_index=0, delta=text, logprobs=[])
+            yield "response.output_text.done", dict(base, type="response.output_text.done", sequence_number=next(seq),
+                                                    content_index=0, text=text, logprobs=[])
+            yield "response.content_part.done", dict(base, type="response.content_part.done", sequence_number=next(seq),
+                                                     content_index=0, part=item["content"][0])
+        else:
+            yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq),
+                                                 "output_index": index, "item": dict(item, arguments="", status="in_progress")}
+            yield "response.function_call_arguments.delta", dict(base, type="response.function_call_arguments.delta",
+                                                                 sequence_number=next(seq), delta=item["arguments"])
+            yield "response.function_call_arguments.done", dict(base, type="response.function_call_arguments.done",
+                                                                sequence_number=next(seq), arguments=item["arguments"])
+        yield "response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq),
+                                            "output_index": index, "item": item}
+    yield "response.completed", {"type": "response.completed", "sequence_number": next(seq), "response": value}
 
 
 def main():
