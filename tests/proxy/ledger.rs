@@ -382,7 +382,10 @@ async fn a_first_offload_is_made_only_when_it_pays_for_the_cache_its_tools_break
         "{}",
         small.len()
     );
-    assert_eq!(send(behind_a_big_envelope(&[small.clone()])).await, "0");
+    assert_eq!(
+        send(behind_a_big_envelope(std::slice::from_ref(&small))).await,
+        "0"
+    );
     // A 150 KB output next pays: it is offloaded with the tools; the 9 KB
     // one before it stays as it was, as on the turn before.
     let big = seq_output(28_000, 20_000);
@@ -435,4 +438,46 @@ async fn a_first_offload_is_made_only_when_it_pays_for_the_cache_its_tools_break
     // The client never sees a pointer, so every turn weighs again, over the
     // same history, to the same message.
     assert_eq!(xs[2]["first_offload"], *made, "{}", xs[2]);
+}
+
+#[tokio::test]
+async fn a_governor_rewrite_that_would_bring_cairns_tools_counts_the_whole_request() {
+    let up = upstream();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        c.governor_warn_tokens = 500;
+        c.governor_pointer_only_tokens = 1_000;
+    })
+    .await;
+    let http = reqwest::Client::new();
+    // Nothing over the offload threshold; a 2,000-character text in the last
+    // message is all the governor's tier would take out. Editing only the
+    // tail would be cheap, but the pointer brings Cairn's tools, which come
+    // first in the cache order: the whole request would be written again.
+    let body = json!({"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "You are careful. ".repeat(1_200)},
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "new text ".repeat(230)}]});
+    let answer = http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .header("authorization", "Bearer sk-test")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-cairn-tier"], "pointer_only");
+    assert_eq!(answer.headers()["x-cairn-offloaded"], "0");
+    let sent = recorded(&http, &up).await;
+    let upstream: Value = serde_json::from_str(sent[0]["body"].as_str().unwrap()).unwrap();
+    assert!(upstream.get("tools").is_none(), "{upstream}");
+    let (_, page) = get(&http, &format!("{}/v1/exchanges", server.base), "").await;
+    let decision = &page["exchanges"][0]["governor"];
+    assert_eq!(decision["reason"], "does_not_pay", "{decision}");
+    // The tail weighed is the whole request and the tools, not the last message.
+    assert!(
+        decision["tail_tokens"].as_u64().unwrap() > 5_000,
+        "{decision}"
+    );
 }

@@ -14,7 +14,9 @@
 //!
 //! with `read`/`write` the model's cache prices (no cache: both the input
 //! price, and a rewrite costs nothing extra), `tail` the tokens from the
-//! first edited message to the end, and `turns ahead` the turns the
+//! first edited message to the end (all of the request and Cairn's tools
+//! when the rewrite would be the first to bring them: tools come first in
+//! the cache order), and `turns ahead` the turns the
 //! conversation has had so far (a conversation is expected to go on about as
 //! long as it has gone), at most [`MAX_TURNS_AHEAD`]. The tier says what
 //! may be taken out (`warn`: texts over 6,000 characters, `pointer_only`:

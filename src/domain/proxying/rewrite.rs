@@ -247,12 +247,18 @@ impl Rewriter<'_> {
                 preserve_prefix: self.settings.preserve_prefix,
                 ..Options::default()
             };
+            // Nothing offloaded yet and Cairn's tools new to the request:
+            // the governor's rewrite would bring them, and they come first
+            // in the cache order, so all of the request is written again.
+            let tools_new = (new_tools_bytes > 0 && outcome.offloaded.is_empty())
+                .then_some((new_tools_bytes / first_offload::BYTES_PER_TOKEN) as u64);
             let weighed = Weighed {
                 namespace,
                 opening,
                 caching,
                 model: m,
                 tokens: outcome.tokens_after,
+                tools_new,
             };
             decision = self.decide(&weighed, &input, &govern).await?;
             if let Some(d) = decision.as_mut().filter(|d| d.governed) {
@@ -324,8 +330,13 @@ impl Rewriter<'_> {
         let Some(first) = trial.offloaded.iter().map(|o| o.index).min() else {
             return Ok(None);
         };
-        let tail = input.messages.get(first..).unwrap_or_default();
-        let tail_tokens = trial.counter.count_messages(tail, None);
+        let tail_tokens = match w.tools_new {
+            Some(tools) => w.tokens + tools,
+            None => {
+                let tail = input.messages.get(first..).unwrap_or_default();
+                trial.counter.count_messages(tail, None)
+            }
+        };
         let turns = input
             .messages
             .iter()
@@ -362,6 +373,9 @@ struct Weighed<'a> {
     model: Option<&'a str>,
     /// Tokens of the offloaded request.
     tokens: u64,
+    /// Tokens of Cairn's tools when the rewrite would be the first to bring
+    /// them (the whole request is then written to the cache again).
+    tools_new: Option<u64>,
 }
 
 /// The ledger's record of what a compression took out.
