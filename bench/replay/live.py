@@ -49,6 +49,7 @@ from crashkit import free_port, http, start  # noqa: E402
 MODEL = replay.MODELS["claude"]
 # Where tests/clients/suite.sh installs the pinned clients.
 CLAUDE_CANDIDATES = [os.environ.get("CLAUDE_BIN", ""),
+                     os.path.join(os.environ.get("CAIRN_CLIENTS_DIR", "/nonexistent"), "node_modules/.bin/claude"),
                      os.path.expanduser("~/.cache/cairn-clients/node_modules/.bin/claude"),
                      "/work/clients/node_modules/.bin/claude"]
 QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
