@@ -78,6 +78,17 @@ fn figures(r: &ExchangeRecord) -> Markup {
                 (f.tier)
                 @if let Some(g) = &f.governor { " · " (serde_json::to_string(g).unwrap_or_default()) }
             } }
+            @if let Some(first) = &f.first_offload {
+                div { dt { "First offload" } dd {
+                    @match first.from_message {
+                        Some(m) => { "from message " (m) ", " (first.kept_messages) " kept before it: " }
+                        None => { "none: " (first.kept_messages) " kept, " }
+                    }
+                    "saving " (usd(first.saving_usd)) " against " (usd(first.cost_usd))
+                    " for the cache Cairn's tools break (" (count(first.prefix_tokens)) " tokens before it), over "
+                    (first.requests_ahead) " requests"
+                } }
+            }
             @if let Some(skip) = &f.skipped {
                 div { dt { "Sent unchanged" } dd.skip-reason { (skip) } }
             }
