@@ -178,7 +178,7 @@ impl Rewriter<'_> {
             system,
             items,
         } = conversation;
-        let input = Input {
+        let mut input = Input {
             messages,
             system,
             format: Some(format.name().to_owned()),
@@ -192,21 +192,34 @@ impl Rewriter<'_> {
             ..Options::default()
         };
         let first_offload = if new_tools_bytes > 0 {
-            let candidates = pointer_candidates(&input, &offload);
-            (!candidates.is_empty()).then(|| {
-                let envelope = Envelope {
-                    messages: &input.messages,
-                    envelope_bytes: json_bytes(body) + input.system.as_ref().map_or(0, json_bytes),
-                    tools_bytes: new_tools_bytes,
-                    marker_chars: marker_chars(&offload),
-                    caching,
-                };
-                let price = self.ledger.pricing().price(model.as_deref());
-                let decision = first_offload::weigh(&candidates, &envelope, &price);
-                // Texts before the first message that pays stay as they are.
-                offload.preserve_prefix = decision.from_message.unwrap_or(input.messages.len());
-                decision
+            // A walk over the whole history (its pieces, its bytes up to the
+            // message weighed): off the async workers, as compress's own is.
+            let envelope_bytes = json_bytes(body);
+            let price = self.ledger.pricing().price(model.as_deref());
+            let options = offload.clone();
+            let (back, decision) = tokio::task::spawn_blocking(move || {
+                let candidates = pointer_candidates(&input, &options);
+                let decision = (!candidates.is_empty()).then(|| {
+                    let envelope = Envelope {
+                        messages: &input.messages,
+                        envelope_bytes: envelope_bytes
+                            + input.system.as_ref().map_or(0, json_bytes),
+                        tools_bytes: new_tools_bytes,
+                        marker_chars: marker_chars(&options),
+                        caching,
+                    };
+                    first_offload::weigh(&candidates, &envelope, &price)
+                });
+                (input, decision)
             })
+            .await
+            .map_err(DomainError::internal)?;
+            input = back;
+            // Texts before the first message that pays stay as they are.
+            if let Some(d) = &decision {
+                offload.preserve_prefix = d.from_message.unwrap_or(input.messages.len());
+            }
+            decision
         } else {
             None
         };
