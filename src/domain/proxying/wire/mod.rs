@@ -14,7 +14,7 @@ use super::Endpoint;
 use super::usage::Usage;
 use crate::domain::DomainError;
 use crate::domain::compress::format::{self, Format};
-use crate::domain::compress::pairs;
+use crate::domain::compress::{marker, pairs};
 
 mod chat;
 pub mod errors;
@@ -180,23 +180,20 @@ pub fn wants_tools(body: &Value, agents: bool) -> bool {
     (agents && defines_tools) || has_pointer(body)
 }
 
-/// True when the request's texts hold a pointer marker Cairn wrote (or a
-/// client carried over).
+/// True when one of the request's texts is a pointer marker Cairn wrote
+/// (or a client carried over): a whole text whose first line is a marker
+/// ([`marker::is_marker`]), as every marker Cairn writes replaces a whole
+/// text. A tool output that merely quotes `[cairn: ` and `mem://` (Cairn's
+/// own README or sources, `git grep` of them) is not one: it would bring
+/// Cairn's tools, and break the request's cached prefix, with nothing
+/// weighed.
 fn has_pointer(value: &Value) -> bool {
-    fn find(value: &Value, marker: &mut bool, uri: &mut bool) {
-        match value {
-            Value::String(s) => {
-                *marker |= s.contains("[cairn: ");
-                *uri |= s.contains("mem://");
-            }
-            Value::Array(items) => items.iter().for_each(|v| find(v, marker, uri)),
-            Value::Object(map) => map.values().for_each(|v| find(v, marker, uri)),
-            _ => {}
-        }
+    match value {
+        Value::String(s) => marker::is_marker(s),
+        Value::Array(items) => items.iter().any(has_pointer),
+        Value::Object(map) => map.values().any(has_pointer),
+        _ => false,
     }
-    let (mut marker, mut uri) = (false, false);
-    find(value, &mut marker, &mut uri);
-    marker && uri
 }
 
 /// The `messages` of `body` in `format` (with its `system` prompt when
@@ -294,6 +291,38 @@ fn is_ours(name: &Value, ours: &[&str]) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_a_marker_cairn_wrote_asks_for_its_tools_not_a_quote_of_one() {
+        let id = "ab".repeat(32);
+        let written = marker::render("offloaded tool_output pytest", &id, 10, 99, "summary");
+        let with = |output: &str| {
+            json!({"messages": [
+                {"role": "user", "content": "Run it."},
+                {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                    "function": {"name": "bash", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": output},
+            ]})
+        };
+        assert!(wants_tools(&with(&written), false), "a marker Cairn wrote");
+        // `git grep` of Cairn's sources, `cat` of its README: both strings
+        // are there, but no text is a marker.
+        let quoted = format!(
+            "src/domain/compress/marker.rs:3://! A marker's first line is `{written}`\n\
+             README.md:40:pointers look like mem://{id}"
+        );
+        assert!(!wants_tools(&with(&quoted), false), "{quoted}");
+        let split = json!({"messages": [
+            {"role": "user", "content": "[cairn: see the docs]"},
+            {"role": "user", "content": format!("mem://{id}")},
+        ]});
+        assert!(!wants_tools(&split, false), "the two halves in two texts");
+        // Anthropic's tool_result blocks hold it one level deeper.
+        let anthropic = json!({"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1",
+             "content": [{"type": "text", "text": written}]}]}]});
+        assert!(wants_tools(&anthropic, false));
+    }
 
     #[test]
     fn a_reasoning_item_before_a_hidden_call_is_not_shown() {
