@@ -13,10 +13,13 @@
 //!
 //! So while a request holds no pointer yet and Cairn's tools would be new to
 //! it, the texts over the offload threshold are weighed message by message,
-//! in order: the first message whose texts pay for the break is offloaded,
-//! with every later text over the threshold (from there on, an offload only
-//! replaces new content: nothing cached moves), and the texts before it stay
-//! as they are. The break is paid once and every later offload benefits, so
+//! in order, until one message's texts pay for the break. Then every text
+//! over the threshold is offloaded, the earlier ones that did not pay alone
+//! too: the tools write the whole request again anyway, so taking them out
+//! on that request costs nothing more and saves them on every later one
+//! (and from there on an offload only replaces new content: nothing cached
+//! moves). While no message pays, the request goes up as the client sent
+//! it. The break is paid once and every later offload benefits, so
 //! the saving counts the message's own texts and those the conversation is
 //! expected to bring: as much per request as it has brought so far. The
 //! saving must come within [`AHEAD`] requests: a horizon that grew with the
@@ -36,7 +39,8 @@
 //! would save, per request so far (over at least [`AHEAD`] requests);
 //! `prefix`: the tokens before the message (the client's tools, system
 //! prompt and earlier messages), written again instead of read, then read
-//! once more by a retrieval round; `tools`: Cairn's tools' own tokens, sent
+//! once more by a retrieval round (as the client sent them: an upper bound,
+//! as the earlier texts go too); `tools`: Cairn's tools' own tokens, sent
 //! from then on; `ahead`: [`AHEAD`]; `read`/`write` the model's cache
 //! prices (no cache: both the input price). Every figure comes from the
 //! bytes up to the message ([`BYTES_PER_TOKEN`]), so the decision depends
@@ -62,10 +66,12 @@ pub const AHEAD: u64 = 10;
 /// The decision on a conversation's first offload, and its figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct FirstOffload {
-    /// The message from which texts are offloaded; null when no message's
-    /// texts pay and the request goes up as the client sent it.
+    /// The first message whose texts pay for the break: every text over the
+    /// threshold is offloaded, before it too; null when no message's texts
+    /// pay and the request goes up as the client sent it.
     pub from_message: Option<usize>,
-    /// Messages whose texts were weighed and kept, as they do not pay.
+    /// Messages weighed before it whose texts did not pay on their own
+    /// (every message weighed when none pays).
     pub kept_messages: usize,
     /// For the message offloaded from (else the last one weighed): tokens
     /// its texts save, less their markers'.
@@ -267,7 +273,7 @@ mod tests {
     #[test]
     fn a_large_output_pays_and_everything_after_it_goes_too() {
         let sonnet = Pricing::default().price(Some("claude-sonnet-4-5"));
-        // A small output first (kept), then 120 KB (offloaded from its message on).
+        // A small output first (does not pay alone), then 120 KB (pays).
         let outputs = [9_500, 120_000, 8_000];
         let messages = conversation(&outputs);
         let d = weigh(&candidates(&outputs), &envelope(&messages, 88_000), &sonnet);

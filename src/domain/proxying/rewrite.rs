@@ -8,9 +8,9 @@
 //!    only on the content, so it is made everywhere, inside the cached prefix
 //!    too: what the provider cached was the replaced text already. While the
 //!    request holds no pointer and Cairn's tools would be new to it, texts
-//!    are offloaded only from the first message whose texts pay for the
-//!    cache those tools break ([`super::first_offload`]); the ones before
-//!    it stay, on this turn and every later one.
+//!    are offloaded only once a message's texts pay for the cache those
+//!    tools break ([`super::first_offload`]), and then all of them, the
+//!    earlier ones too; until then the request goes up untouched.
 //! 2. *Govern*: the tier of the offloaded request (calibrated counts) decides
 //!    whether smaller texts go as well (`warn`: over 6,000 characters,
 //!    `pointer_only`: over 1,000), never inside the cached prefix (up to the
@@ -215,9 +215,12 @@ impl Rewriter<'_> {
             .await
             .map_err(DomainError::internal)?;
             input = back;
-            // Texts before the first message that pays stay as they are.
-            if let Some(d) = &decision {
-                offload.preserve_prefix = d.from_message.unwrap_or(input.messages.len());
+            // No message pays: the request goes up as the client sent it.
+            // Once one does, the tools break the whole prefix anyway, so
+            // the texts before it go too: written smaller on this request,
+            // read smaller on every later one.
+            if decision.as_ref().is_some_and(|d| d.from_message.is_none()) {
+                offload.preserve_prefix = input.messages.len();
             }
             decision
         } else {

@@ -81,8 +81,8 @@ fn figures(r: &ExchangeRecord) -> Markup {
             @if let Some(first) = &f.first_offload {
                 div { dt { "First offload" } dd {
                     @match first.from_message {
-                        Some(m) => { "from message " (m) ", " (first.kept_messages) " kept before it: " }
-                        None => { "none: " (first.kept_messages) " kept, " }
+                        Some(m) => { "made at message " (m) " (" (first.kept_messages) " before it did not pay alone, offloaded with it): " }
+                        None => { "not made: " (first.kept_messages) " weighed, none pays, " }
                     }
                     "saving " (usd(first.saving_usd)) " against " (usd(first.cost_usd))
                     " for the cache Cairn's tools break (" (count(first.prefix_tokens)) " tokens before it), over "
