@@ -441,6 +441,91 @@ async fn a_first_offload_is_made_only_when_it_pays_for_the_cache_its_tools_break
     assert_eq!(xs[2]["first_offload"], *made, "{}", xs[2]);
 }
 
+/// A Codex-shaped Responses request: long instructions, one shell call
+/// whose output is `output`, then `later` turns of ~4,900 characters each
+/// (under the offload threshold).
+fn codex_request(output: &str, later: usize) -> Value {
+    let mut input = vec![
+        json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "look around"}]}),
+        json!({"type": "function_call", "call_id": "c1", "name": "shell",
+            "arguments": "{\"command\":[\"seq\"]}"}),
+        json!({"type": "function_call_output", "call_id": "c1", "output": output}),
+    ];
+    for i in 0..later {
+        input.push(json!({"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": format!("{i} {}", "noted. ".repeat(700))}]}));
+        input.push(json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": format!("go on {i}")}]}));
+    }
+    json!({"model": "gpt-4.1", "instructions": "You are Codex. ".repeat(1_000),
+        "tools": [{"type": "function", "name": "shell", "description": "run",
+            "parameters": {"type": "object"}}],
+        "input": input})
+}
+
+#[tokio::test]
+async fn a_responses_conversation_keeps_its_first_offload_as_it_grows() {
+    let up = upstream();
+    let server = serve(|c| {
+        c.upstream_openai_url = Some(format!("{}/v1", up.url));
+        // The governor out of the way: only the first offload is looked at.
+        c.governor_warn_tokens = 100_000_000;
+        c.governor_pointer_only_tokens = 200_000_000;
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let send = |body: Value| {
+        let (http, base) = (http.clone(), server.base.clone());
+        async move {
+            let answer = http
+                .post(format!("{base}/v1/responses"))
+                .header("authorization", "Bearer sk-test")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 200);
+            answer.headers()["x-cairn-offloaded"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    // A 40 KB output pays for the tools it brings, on the first turn and on
+    // every later one: the weighing reads only what comes before it. (The
+    // `input` items stay in a Responses body; counted as its envelope, the
+    // growing conversation once outweighed the same output 80 turns on.)
+    let output = seq_output(8_000, 4_000);
+    assert!(output.len() > 38_000, "{}", output.len());
+    assert_eq!(send(codex_request(&output, 0)).await, "1");
+    assert_eq!(send(codex_request(&output, 80)).await, "1");
+
+    let sent = recorded(&http, &up).await;
+    let bodies: Vec<Value> = sent
+        .iter()
+        .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
+        .filter(|b: &Value| b["input"].as_array().is_some_and(|i| i.len() >= 3))
+        .collect();
+    let marker = |b: &Value| b["input"][2]["output"].as_str().unwrap().to_owned();
+    let first = marker(&bodies[0]);
+    assert!(
+        first.starts_with("[cairn: ") && first.contains("mem://"),
+        "{first}"
+    );
+    let later = bodies
+        .iter()
+        .rfind(|b| b["input"].as_array().unwrap().len() > 100)
+        .expect("the later turn went up");
+    assert_eq!(marker(later), first, "the same marker on the later turn");
+
+    let (_, page) = get(&http, &format!("{}/v1/exchanges", server.base), "").await;
+    let mut xs = page["exchanges"].as_array().unwrap().clone();
+    xs.sort_by_key(|x| x["id"].as_str().unwrap().to_owned());
+    assert_eq!(xs[0]["first_offload"]["from_message"], 3, "{}", xs[0]);
+    assert_eq!(xs[1]["first_offload"], xs[0]["first_offload"], "{}", xs[1]);
+}
+
 #[tokio::test]
 async fn a_governor_rewrite_that_would_bring_cairns_tools_counts_the_whole_request() {
     let up = upstream();

@@ -194,7 +194,7 @@ impl Rewriter<'_> {
         let first_offload = if new_tools_bytes > 0 {
             // A walk over the whole history (its pieces, its bytes up to the
             // message weighed): off the async workers, as compress's own is.
-            let envelope_bytes = json_bytes(body);
+            let envelope_bytes = wire.envelope_bytes(body);
             let price = self.ledger.pricing().price(model.as_deref());
             let options = offload.clone();
             let (back, decision) = tokio::task::spawn_blocking(move || {

@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use super::Endpoint;
+use super::first_offload::json_bytes;
 use super::usage::Usage;
 use crate::domain::DomainError;
 use crate::domain::compress::format::{self, Format};
@@ -76,6 +77,13 @@ pub trait WireApi: stream::StreamApi {
         if let Some(system) = conversation.system {
             body["system"] = system;
         }
+    }
+
+    /// Bytes of what `body` holds besides the conversation once
+    /// [`Self::take_conversation`] has taken it (the client's tools and
+    /// settings): what comes before its first message in the cache.
+    fn envelope_bytes(&self, body: &Value) -> usize {
+        json_bytes(body)
     }
 
     /// The array of the body that holds the conversation.

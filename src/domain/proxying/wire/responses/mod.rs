@@ -10,6 +10,7 @@ use super::{
 };
 use crate::domain::DomainError;
 use crate::domain::compress::format::Format;
+use crate::domain::proxying::first_offload::json_bytes;
 use crate::domain::proxying::usage::Usage;
 
 pub mod items;
@@ -64,6 +65,15 @@ impl WireApi for Responses {
         {
             mapped.write_back(&conversation.messages, input);
         }
+    }
+
+    /// The `input` items stay in the body (they are edited in place) and
+    /// the `instructions` are the conversation's first message: neither is
+    /// the envelope.
+    fn envelope_bytes(&self, body: &Value) -> usize {
+        json_bytes(body)
+            .saturating_sub(json_bytes(&body["input"]))
+            .saturating_sub(json_bytes(&body["instructions"]))
     }
 
     fn conversation_key(&self) -> &'static str {
