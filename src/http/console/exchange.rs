@@ -80,9 +80,10 @@ fn figures(r: &ExchangeRecord) -> Markup {
             } }
             @if let Some(first) = &f.first_offload {
                 div { dt { "First offload" } dd {
-                    @match first.from_message {
-                        Some(m) => { "made at message " (m) " (" (first.kept_messages) " before it did not pay alone, offloaded with it): " }
-                        None => { "not made: " (first.kept_messages) " weighed, none pays, " }
+                    @match (first.from_message, first.kept_messages) {
+                        (Some(m), 0) => { "made at message " (m) ": " }
+                        (Some(m), kept) => { "made at message " (m) ", with the " (kept) " before it that did not pay alone: " }
+                        (None, kept) => { "not made, no message pays (" (kept) " weighed): " }
                     }
                     "saving " (usd(first.saving_usd)) " against " (usd(first.cost_usd))
                     " for the cache Cairn's tools break (" (count(first.prefix_tokens)) " tokens before it), over "
