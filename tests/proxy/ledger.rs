@@ -334,6 +334,30 @@ async fn a_secret_in_what_went_upstream_is_not_kept_in_the_ledger() {
     assert!(kept.contains("[REDACTED:"), "{kept}");
 }
 
+/// POSTs `body` to `path` of Cairn at `base` with the `key` header; asserts
+/// a 200 and answers how many pieces the request went up without
+/// (`x-cairn-offloaded`).
+async fn offloaded(
+    http: &reqwest::Client,
+    base: &str,
+    path: &str,
+    key: (&str, &str),
+    body: Value,
+) -> String {
+    let answer = http
+        .post(format!("{base}{path}"))
+        .header(key.0, key.1)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    answer.headers()["x-cairn-offloaded"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// A Claude Code-sized request (an ~88 KB envelope, cached) whose tool
 /// results are `outputs`, the last one new.
 fn behind_a_big_envelope(outputs: &[String]) -> Value {
@@ -357,21 +381,13 @@ async fn a_first_offload_is_made_only_when_it_pays_for_the_cache_its_tools_break
     let server = serve(|c| c.upstream_anthropic_url = Some(up.url.clone())).await;
     let http = reqwest::Client::new();
     let send = |body: Value| {
-        let (http, base) = (http.clone(), server.base.clone());
-        async move {
-            let answer = http
-                .post(format!("{base}/v1/messages"))
-                .header("x-api-key", "sk-ant-test")
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(answer.status(), 200);
-            answer.headers()["x-cairn-offloaded"]
-                .to_str()
-                .unwrap()
-                .to_owned()
-        }
+        offloaded(
+            &http,
+            &server.base,
+            "/v1/messages",
+            ("x-api-key", "sk-ant-test"),
+            body,
+        )
     };
     // 9 KB early, behind ~22,000 tokens of envelope: offloading it (and
     // adding Cairn's tools, which come first in the cache order) would write
@@ -476,21 +492,13 @@ async fn a_responses_conversation_keeps_its_first_offload_as_it_grows() {
     .await;
     let http = reqwest::Client::new();
     let send = |body: Value| {
-        let (http, base) = (http.clone(), server.base.clone());
-        async move {
-            let answer = http
-                .post(format!("{base}/v1/responses"))
-                .header("authorization", "Bearer sk-test")
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(answer.status(), 200);
-            answer.headers()["x-cairn-offloaded"]
-                .to_str()
-                .unwrap()
-                .to_owned()
-        }
+        offloaded(
+            &http,
+            &server.base,
+            "/v1/responses",
+            ("authorization", "Bearer sk-test"),
+            body,
+        )
     };
     // A 40 KB output pays for the tools it brings, on the first turn and on
     // every later one: the weighing reads only what comes before it. (The
