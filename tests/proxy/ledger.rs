@@ -334,6 +334,14 @@ async fn a_secret_in_what_went_upstream_is_not_kept_in_the_ledger() {
     assert!(kept.contains("[REDACTED:"), "{kept}");
 }
 
+/// The exchanges Cairn at `base` recorded (its first page), oldest first.
+async fn exchanges_in_order(http: &reqwest::Client, base: &str) -> Vec<Value> {
+    let (_, page) = get(http, &format!("{base}/v1/exchanges"), "").await;
+    let mut xs = page["exchanges"].as_array().unwrap().clone();
+    xs.sort_by_key(|x| x["id"].as_str().unwrap().to_owned());
+    xs
+}
+
 /// POSTs `body` to `path` of Cairn at `base` with the `key` header; asserts
 /// a 200 and answers how many pieces the request went up without
 /// (`x-cairn-offloaded`).
@@ -441,9 +449,7 @@ async fn a_first_offload_is_made_only_when_it_pays_for_the_cache_its_tools_break
     assert_eq!(bodies[2]["tools"], bodies[1]["tools"]);
 
     // The ledger says why, with the figures.
-    let (_, page) = get(&http, &format!("{}/v1/exchanges", server.base), "").await;
-    let mut xs = page["exchanges"].as_array().unwrap().clone();
-    xs.sort_by_key(|x| x["id"].as_str().unwrap().to_owned());
+    let xs = exchanges_in_order(&http, &server.base).await;
     let kept = &xs[0]["first_offload"];
     assert_eq!(kept["from_message"], Value::Null, "{kept}");
     assert_eq!(kept["kept_messages"], 1);
@@ -527,9 +533,7 @@ async fn a_responses_conversation_keeps_its_first_offload_as_it_grows() {
         .expect("the later turn went up");
     assert_eq!(marker(later), first, "the same marker on the later turn");
 
-    let (_, page) = get(&http, &format!("{}/v1/exchanges", server.base), "").await;
-    let mut xs = page["exchanges"].as_array().unwrap().clone();
-    xs.sort_by_key(|x| x["id"].as_str().unwrap().to_owned());
+    let xs = exchanges_in_order(&http, &server.base).await;
     assert_eq!(xs[0]["first_offload"]["from_message"], 3, "{}", xs[0]);
     assert_eq!(xs[1]["first_offload"], xs[0]["first_offload"], "{}", xs[1]);
 }
